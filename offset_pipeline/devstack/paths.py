@@ -1,0 +1,32 @@
+"""Where the local stack keeps its files, and its default ports. One place, so every command agrees."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def stack_dir() -> Path:
+    """The git-ignored folder holding jars, cluster data, logs and pid files."""
+    return Path(os.environ.get("OFFSET_PIPELINE_DEVSTACK_DIR", REPO_ROOT / ".devstack")).resolve()
+
+
+def jars_dir() -> Path:
+    # Jars are shared by every stack (tests included): fetched once, then cached.
+    return Path(os.environ.get("OFFSET_PIPELINE_JARS_DIR", REPO_ROOT / ".devstack" / "jars")).resolve()
+
+
+@dataclass(frozen=True)
+class ClusterPorts:
+    name: str
+    port: int
+    controller_port: int
+
+
+DEFAULT_PORTS = (
+    ClusterPorts("idc1", 19092, 19093),
+    ClusterPorts("idc2", 29092, 29093),
+)

@@ -1,0 +1,115 @@
+"""Shared fixtures: two real single-node KRaft clusters (idc1, idc2) started once per test session.
+
+The clusters run on free loopback ports in a temporary folder, apart from a developer's own
+running stack. Nothing here mocks Kafka.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from offset_pipeline.devstack.cluster import ClusterSpec, KafkaCluster
+from offset_pipeline.devstack.jars import fetch_jars
+from offset_pipeline.devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
+from offset_pipeline.devstack.paths import jars_dir
+
+# The session mirrors copy only topics with this prefix, so tests that run a mirror of their own
+# (restarts, failures) use other names and never race the shared one.
+MIRRORED_PREFIX = "t."
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class KafkaPair:
+    idc1: KafkaCluster
+    idc2: KafkaCluster
+
+    def cluster(self, name: str) -> KafkaCluster:
+        return {"idc1": self.idc1, "idc2": self.idc2}[name]
+
+    def bootstrap(self, name: str) -> str:
+        return self.cluster(name).spec.bootstrap_servers
+
+    def endpoint(self, name: str) -> MirrorEndpoint:
+        return MirrorEndpoint(name, self.bootstrap(name))
+
+    def admin(self, name: str) -> AdminClient:
+        return AdminClient({"bootstrap.servers": self.bootstrap(name), "log_level": 3})
+
+    def create_topic(self, name: str, partitions: int = 1, on=("idc1", "idc2"), config=None) -> str:
+        for cluster in on:
+            admin = self.admin(cluster)  # keep the handle alive until the future resolves
+            future = admin.create_topics([NewTopic(name, num_partitions=partitions, config=config or {})])[name]
+            try:
+                future.result(timeout=30)
+            except KafkaException as exc:
+                # A session mirror may have created it first, from the other side.
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise
+                existing = admin.list_topics(name, timeout=10).topics[name]
+                assert len(existing.partitions) == partitions, f"{name} exists with other partitions"
+        return name
+
+
+@pytest.fixture(scope="session")
+def kafka_jars() -> Path:
+    return fetch_jars(jars_dir())
+
+
+@pytest.fixture(scope="session")
+def kafka_pair(kafka_jars, tmp_path_factory) -> KafkaPair:
+    base = tmp_path_factory.mktemp("kafka")
+    clusters = [
+        KafkaCluster(ClusterSpec(name, free_port(), free_port(), base / name), kafka_jars)
+        for name in ("idc1", "idc2")
+    ]
+    try:
+        for cluster in clusters:
+            cluster.start()
+        yield KafkaPair(*clusters)
+    finally:
+        for cluster in clusters:
+            cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def session_mirrors(kafka_pair):
+    """Both mirror directions, for topics named ``t.*``, running in threads for the session."""
+    stop = threading.Event()
+    mirrors, threads = [], []
+    for source, target in (("idc1", "idc2"), ("idc2", "idc1")):
+        mirror = DataMirror(
+            MirrorConfig(
+                kafka_pair.endpoint(source),
+                kafka_pair.endpoint(target),
+                topic_pattern=rf"^{MIRRORED_PREFIX.replace('.', '[.]')}",
+                metadata_refresh_s=0.5,
+            )
+        )
+        thread = threading.Thread(target=mirror.run, args=(stop,), daemon=True, name=f"mirror-{source}")
+        thread.start()
+        mirrors.append(mirror)
+        threads.append(thread)
+    yield mirrors
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=30)
+
+
+@pytest.fixture
+def topic_name(request) -> str:
+    """A topic name unique to the test, picked up by the session mirrors."""
+    return f"{MIRRORED_PREFIX}{request.node.name[:40].replace('[', '-').rstrip(']')}.{uuid.uuid4().hex[:6]}"
