@@ -30,3 +30,15 @@ DEFAULT_PORTS = (
     ClusterPorts("idc1", 19092, 19093),
     ClusterPorts("idc2", 29092, 29093),
 )
+
+
+def cluster_ports() -> tuple[ClusterPorts, ...]:
+    """The default ports, each overridable: ``OFFSET_PIPELINE_IDC1_PORT``, ``..._CONTROLLER_PORT``."""
+    return tuple(
+        ClusterPorts(
+            p.name,
+            int(os.environ.get(f"OFFSET_PIPELINE_{p.name.upper()}_PORT", p.port)),
+            int(os.environ.get(f"OFFSET_PIPELINE_{p.name.upper()}_CONTROLLER_PORT", p.controller_port)),
+        )
+        for p in DEFAULT_PORTS
+    )

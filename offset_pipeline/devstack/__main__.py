@@ -1,0 +1,51 @@
+"""``python -m offset_pipeline.devstack {fetch,up,down,status,clean}`` — the local stack's commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from offset_pipeline.devstack.errors import DevStackError
+from offset_pipeline.devstack.jars import fetch_jars
+from offset_pipeline.devstack.paths import jars_dir
+from offset_pipeline.devstack.stack import DevStack, StackSettings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m offset_pipeline.devstack", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("fetch", help="fetch the pinned Kafka jars from Maven Central (cached)")
+    up = sub.add_parser("up", help="start both clusters, the mirror both ways, traffic and consumers")
+    up.add_argument("--no-traffic", action="store_true", help="start without the traffic generator")
+    up.add_argument("--no-consumers", action="store_true", help="start without the consumer groups")
+    sub.add_parser("down", help="stop everything the stack started")
+    sub.add_parser("status", help="show what runs")
+    sub.add_parser("clean", help="stop everything and delete cluster data and logs (keeps the jar cache)")
+    args = parser.parse_args(argv)
+
+    settings = StackSettings.from_env()
+    if args.command == "up":
+        settings = StackSettings(
+            settings.base_dir, settings.seed, settings.rate_scale,
+            traffic=not args.no_traffic, consumers=not args.no_consumers,
+        )
+    stack = DevStack(settings)
+    try:
+        if args.command == "fetch":
+            print(fetch_jars(jars_dir()))
+        elif args.command == "up":
+            stack.up()
+        elif args.command == "down":
+            stack.down()
+        elif args.command == "status":
+            print("\n".join(stack.status_lines()))
+        elif args.command == "clean":
+            stack.clean()
+    except DevStackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

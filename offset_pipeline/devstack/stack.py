@@ -1,0 +1,122 @@
+"""The whole local stack: two clusters, the mirror both ways, traffic and consumer groups.
+
+``DevStack.up()`` is what the README's main command runs before it starts the Dagster UI.
+Everything lives under :func:`~offset_pipeline.devstack.paths.stack_dir`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from offset_pipeline.devstack.cluster import ClusterSpec, KafkaCluster
+from offset_pipeline.devstack.jars import fetch_jars
+from offset_pipeline.devstack.paths import cluster_ports, jars_dir, stack_dir
+from offset_pipeline.devstack.processes import ManagedProcess
+
+
+@dataclass(frozen=True)
+class StackSettings:
+    base_dir: Path
+    seed: int = 7
+    rate_scale: float = 1.0
+    traffic: bool = True
+    consumers: bool = True
+
+    @classmethod
+    def from_env(cls) -> "StackSettings":
+        return cls(
+            base_dir=stack_dir(),
+            seed=int(os.environ.get("OFFSET_PIPELINE_SEED", "7")),
+            rate_scale=float(os.environ.get("OFFSET_PIPELINE_RATE_SCALE", "1.0")),
+        )
+
+
+class DevStack:
+    def __init__(self, settings: StackSettings):
+        self.settings = settings
+        self.run_dir = settings.base_dir / "run"
+        self.clusters = [
+            KafkaCluster(ClusterSpec(p.name, p.port, p.controller_port, settings.base_dir / p.name), jars_dir())
+            for p in cluster_ports()
+        ]
+
+    @property
+    def bootstraps(self) -> dict[str, str]:
+        return {c.spec.name: c.spec.bootstrap_servers for c in self.clusters}
+
+    def _bootstrap_args(self) -> tuple[str, ...]:
+        return tuple(arg for name, bs in self.bootstraps.items() for arg in ("--bootstrap", f"{name}={bs}"))
+
+    def processes(self) -> list[ManagedProcess]:
+        """In start order; stopped in reverse."""
+        names = list(self.bootstraps)
+        procs = [
+            ManagedProcess(
+                f"mirror-{src}-to-{dst}",
+                "offset_pipeline.devstack.mirror",
+                ("--source", f"{src}={self.bootstraps[src]}", "--target", f"{dst}={self.bootstraps[dst]}"),
+                self.run_dir,
+            )
+            for src in names
+            for dst in names
+            if src != dst
+        ]
+        if self.settings.traffic:
+            procs.append(
+                ManagedProcess(
+                    "traffic",
+                    "offset_pipeline.devstack.traffic",
+                    (*self._bootstrap_args(), "--seed", str(self.settings.seed),
+                     "--rate-scale", str(self.settings.rate_scale)),
+                    self.run_dir,
+                )
+            )
+        if self.settings.consumers:
+            procs.append(
+                ManagedProcess(
+                    "consumers",
+                    "offset_pipeline.devstack.consumers",
+                    (*self._bootstrap_args(), "--processed-dir", str(self.settings.base_dir / "processed")),
+                    self.run_dir,
+                )
+            )
+        return procs
+
+    def up(self, echo=print) -> None:
+        echo(f"Kafka jars: {fetch_jars(jars_dir())}")
+        for cluster in self.clusters:
+            status = cluster.start()
+            echo(f"cluster {status.line()}")
+        # Topics first, on both sides with equal partition counts, so the mirror finds them.
+        from offset_pipeline.devstack.traffic import default_plan, ensure_topics
+
+        ensure_topics(default_plan(), self.bootstraps)
+        for proc in self.processes():
+            echo(f"{proc.name:22} pid {proc.start()}  log {proc.log_path}")
+
+    def down(self, echo=print) -> None:
+        for proc in reversed(self.processes()):
+            if proc.stop():
+                echo(f"stopped {proc.name}")
+        for cluster in reversed(self.clusters):
+            if cluster.stop():
+                echo(f"stopped cluster {cluster.spec.name}")
+
+    def status_lines(self) -> list[str]:
+        lines = [f"cluster {c.status().line()}" for c in self.clusters]
+        for proc in self.processes():
+            pid = proc.pid()
+            lines.append(f"{proc.name:22} {'running pid ' + str(pid) if pid else 'stopped':16} log {proc.log_path}")
+        return lines
+
+    def clean(self, echo=print) -> None:
+        """Stop everything and delete cluster data, logs and Dagster state; the jar cache stays."""
+        self.down(echo)
+        for child in self.settings.base_dir.iterdir() if self.settings.base_dir.exists() else []:
+            if child.resolve() == jars_dir():
+                continue
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+            echo(f"removed {child}")
