@@ -6,7 +6,10 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+# Right after a topic is created its leader may not be known yet: these errors pass quickly.
+_TRANSIENT = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ def read_partition(
     )
     try:
         tp = TopicPartition(topic, partition)
-        low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+        low, high = _watermarks(consumer, tp)
         if high <= max(low, start, 0):
             return []  # nothing to read: the position would never move
         consumer.assign([TopicPartition(topic, partition, start)])
@@ -75,3 +78,14 @@ def read_partition(
     finally:
         consumer.close()
 
+
+
+def _watermarks(consumer: Consumer, tp: TopicPartition, attempts: int = 40) -> tuple[int, int]:
+    for attempt in range(attempts):
+        try:
+            return consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+        except KafkaException as exc:
+            if exc.args[0].code() not in _TRANSIENT or attempt == attempts - 1:
+                raise
+            time.sleep(0.25)
+    raise AssertionError("unreachable")

@@ -1,0 +1,3 @@
+"""The sync cycle, monitoring and audit assets (added by later issues)."""
+
+all_assets: list = []

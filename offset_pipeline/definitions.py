@@ -1,0 +1,52 @@
+"""The code location: ``dagster dev -w workspace.yaml`` loads ``defs`` from here.
+
+Connections come from the environment (offset_pipeline/settings.py); with nothing set they point
+at the local stack (bin/up), the embedded ClickHouse engine and local Spark.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from offset_pipeline.assets import all_assets
+from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
+from offset_pipeline.sensors import all_sensors
+from offset_pipeline.settings import KafkaSettings, Settings, read_settings
+
+
+def _secret(env_var: str | None) -> dg.EnvVar | None:
+    # Only reference a variable that is set: Dagster fails a run on an unset EnvVar, and a
+    # cluster without SASL has no password at all.
+    return dg.EnvVar(env_var) if env_var else None
+
+
+def _kafka(settings: KafkaSettings) -> KafkaClusterResource:
+    return KafkaClusterResource(
+        cluster_name=settings.cluster_name,
+        bootstrap_servers=settings.bootstrap_servers,
+        security_protocol=settings.security_protocol,
+        sasl_mechanism=settings.sasl_mechanism,
+        sasl_username=settings.sasl_username,
+        sasl_password=_secret(settings.sasl_password_env),
+    )
+
+
+def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
+    """Resource key -> resource. Keys are what assets and sensors name as parameters."""
+    return {
+        **{name: _kafka(kafka) for name, kafka in settings.kafka.items()},
+        "clickhouse": ClickHouseResource(
+            dsn=settings.clickhouse.dsn,
+            username=settings.clickhouse.username,
+            password=_secret(settings.clickhouse.password_env),
+            database=settings.clickhouse.database,
+        ),
+        "spark": SparkResource(master=settings.spark.master, connect_url=settings.spark.connect_url),
+    }
+
+
+defs = dg.Definitions(
+    assets=all_assets,
+    sensors=all_sensors,
+    resources=build_resources(read_settings()),
+)

@@ -1,0 +1,101 @@
+"""Environment -> connection settings for the code location.
+
+Reading the environment is kept apart from building Dagster resources so tests can pass a plain
+dict. Secrets are never read here: only the *name* of the variable holding a password is kept,
+and ``definitions.py`` turns it into ``dg.EnvVar`` so Dagster resolves it at run time and never
+stores or displays the value.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from offset_pipeline.devstack.paths import REPO_ROOT
+
+CLUSTER_NAMES = ("idc1", "idc2")
+
+# The local stack's brokers (offset_pipeline/devstack/paths.py DEFAULT_PORTS).
+DEFAULT_BOOTSTRAP = {"idc1": "127.0.0.1:19092", "idc2": "127.0.0.1:29092"}
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    cluster_name: str
+    bootstrap_servers: str
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password_env: str | None = None  # name of the variable holding the password, if set
+
+
+@dataclass(frozen=True)
+class ClickHouseSettings:
+    dsn: str
+    username: str | None = None
+    password_env: str | None = None
+    database: str | None = None
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    master: str | None = None
+    connect_url: str | None = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    kafka: dict[str, KafkaSettings]
+    clickhouse: ClickHouseSettings
+    spark: SparkSettings
+
+
+def _get(env: Mapping[str, str], name: str) -> str | None:
+    # An empty value (e.g. `FOO=` in a compose file) means "not set", not "empty string".
+    value = env.get(name, "").strip()
+    return value or None
+
+
+def data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where embedded engines keep their files: ``$OFFSET_PIPELINE_DATA_DIR`` or ``<repo>/.devstack/data``."""
+    env = os.environ if env is None else env
+    return Path(_get(env, "OFFSET_PIPELINE_DATA_DIR") or REPO_ROOT / ".devstack" / "data").resolve()
+
+
+def default_clickhouse_dsn(env: Mapping[str, str] | None = None) -> str:
+    """The embedded ClickHouse engine (chdb) under :func:`data_dir`."""
+    return f"chdb://{data_dir(env) / 'clickhouse'}"
+
+
+def _kafka_settings(env: Mapping[str, str], name: str) -> KafkaSettings:
+    prefix = f"OFFSET_PIPELINE_{name.upper()}_"
+    password_var = prefix + "SASL_PASSWORD"
+    return KafkaSettings(
+        cluster_name=name,
+        bootstrap_servers=_get(env, prefix + "BOOTSTRAP") or DEFAULT_BOOTSTRAP[name],
+        security_protocol=_get(env, prefix + "SECURITY_PROTOCOL") or "PLAINTEXT",
+        sasl_mechanism=_get(env, prefix + "SASL_MECHANISM"),
+        sasl_username=_get(env, prefix + "SASL_USERNAME"),
+        sasl_password_env=password_var if _get(env, password_var) else None,
+    )
+
+
+def read_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """All connection settings, from ``env`` (default: ``os.environ``); defaults are the local stack."""
+    env = os.environ if env is None else env
+    password_var = "OFFSET_PIPELINE_CLICKHOUSE_PASSWORD"
+    return Settings(
+        kafka={name: _kafka_settings(env, name) for name in CLUSTER_NAMES},
+        clickhouse=ClickHouseSettings(
+            dsn=_get(env, "OFFSET_PIPELINE_CLICKHOUSE_DSN") or default_clickhouse_dsn(env),
+            username=_get(env, "OFFSET_PIPELINE_CLICKHOUSE_USERNAME"),
+            password_env=password_var if _get(env, password_var) else None,
+            database=_get(env, "OFFSET_PIPELINE_CLICKHOUSE_DATABASE"),
+        ),
+        spark=SparkSettings(
+            master=_get(env, "OFFSET_PIPELINE_SPARK_MASTER"),
+            connect_url=_get(env, "OFFSET_PIPELINE_SPARK_CONNECT_URL"),
+        ),
+    )

@@ -1,0 +1,149 @@
+"""The code location loads, and the environment maps onto its resources as documented."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from offset_pipeline.definitions import build_resources, defs
+from offset_pipeline.devstack.paths import REPO_ROOT
+from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
+from offset_pipeline.settings import data_dir, default_clickhouse_dsn, read_settings
+
+RESOURCE_KEYS = {"idc1", "idc2", "clickhouse", "spark"}
+
+
+def test_definitions_are_loadable_with_the_four_resources():
+    dg.Definitions.validate_loadable(defs)
+    assert set(defs.resources) == RESOURCE_KEYS
+    assert isinstance(defs.resources["idc1"], KafkaClusterResource)
+    assert isinstance(defs.resources["idc2"], KafkaClusterResource)
+    assert isinstance(defs.resources["clickhouse"], ClickHouseResource)
+    assert isinstance(defs.resources["spark"], SparkResource)
+
+
+def _validate_cli(env_overrides: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFSET_PIPELINE_")}
+    env.update(env_overrides, DAGSTER_HOME=str(tmp_path))
+    dagster = Path(sys.executable).with_name("dagster")
+    return subprocess.run(
+        [str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_dagster_cli_validates_the_workspace_with_sasl_but_no_password_set(tmp_path):
+    # SASL configured while the password variable is absent must still load (runs would then fail
+    # at connect time, which is where the missing secret belongs).
+    done = _validate_cli(
+        {"OFFSET_PIPELINE_IDC1_SECURITY_PROTOCOL": "SASL_SSL", "OFFSET_PIPELINE_IDC1_SASL_USERNAME": "sync"},
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Validation successful for code location offset_pipeline" in done.stdout + done.stderr
+
+
+def test_dagster_cli_rejects_a_bad_security_protocol(tmp_path):
+    done = _validate_cli({"OFFSET_PIPELINE_IDC2_SECURITY_PROTOCOL": "TLS"}, tmp_path)
+    assert done.returncode != 0
+    assert "Unknown Kafka security_protocol 'TLS'" in done.stdout + done.stderr
+
+
+# Table: environment -> (path into the settings, expected value).
+SETTINGS_CASES = [
+    ({}, "kafka.idc1.bootstrap_servers", "127.0.0.1:19092"),
+    ({}, "kafka.idc2.bootstrap_servers", "127.0.0.1:29092"),
+    ({}, "kafka.idc1.security_protocol", "PLAINTEXT"),
+    ({}, "kafka.idc1.sasl_password_env", None),
+    ({}, "spark.master", None),
+    ({}, "spark.connect_url", None),
+    ({}, "clickhouse.username", None),
+    ({"OFFSET_PIPELINE_IDC1_BOOTSTRAP": "b1:9092,b2:9092"}, "kafka.idc1.bootstrap_servers", "b1:9092,b2:9092"),
+    ({"OFFSET_PIPELINE_IDC1_BOOTSTRAP": "b1:9092"}, "kafka.idc2.bootstrap_servers", "127.0.0.1:29092"),
+    ({"OFFSET_PIPELINE_IDC2_BOOTSTRAP": "c1:9092"}, "kafka.idc2.bootstrap_servers", "c1:9092"),
+    ({"OFFSET_PIPELINE_IDC2_SECURITY_PROTOCOL": "SASL_SSL"}, "kafka.idc2.security_protocol", "SASL_SSL"),
+    ({"OFFSET_PIPELINE_IDC2_SECURITY_PROTOCOL": "SASL_SSL"}, "kafka.idc1.security_protocol", "PLAINTEXT"),
+    ({"OFFSET_PIPELINE_IDC1_SASL_MECHANISM": "SCRAM-SHA-512"}, "kafka.idc1.sasl_mechanism", "SCRAM-SHA-512"),
+    ({"OFFSET_PIPELINE_IDC2_SASL_USERNAME": "sync"}, "kafka.idc2.sasl_username", "sync"),
+    ({"OFFSET_PIPELINE_IDC1_SASL_PASSWORD": "s3cret"}, "kafka.idc1.sasl_password_env", "OFFSET_PIPELINE_IDC1_SASL_PASSWORD"),
+    ({"OFFSET_PIPELINE_IDC1_SASL_PASSWORD": "s3cret"}, "kafka.idc2.sasl_password_env", None),
+    ({"OFFSET_PIPELINE_IDC1_SASL_PASSWORD": ""}, "kafka.idc1.sasl_password_env", None),
+    ({"OFFSET_PIPELINE_IDC1_BOOTSTRAP": "  "}, "kafka.idc1.bootstrap_servers", "127.0.0.1:19092"),
+    ({"OFFSET_PIPELINE_CLICKHOUSE_DSN": "https://ch:8443/offsets"}, "clickhouse.dsn", "https://ch:8443/offsets"),
+    ({"OFFSET_PIPELINE_CLICKHOUSE_USERNAME": "sync"}, "clickhouse.username", "sync"),
+    ({"OFFSET_PIPELINE_CLICKHOUSE_DATABASE": "offsets"}, "clickhouse.database", "offsets"),
+    ({"OFFSET_PIPELINE_CLICKHOUSE_PASSWORD": "pw"}, "clickhouse.password_env", "OFFSET_PIPELINE_CLICKHOUSE_PASSWORD"),
+    ({"OFFSET_PIPELINE_DATA_DIR": "/srv/op"}, "clickhouse.dsn", "chdb:///srv/op/clickhouse"),
+    ({"OFFSET_PIPELINE_SPARK_MASTER": "spark://m:7077"}, "spark.master", "spark://m:7077"),
+    ({"OFFSET_PIPELINE_SPARK_CONNECT_URL": "sc://c:15002"}, "spark.connect_url", "sc://c:15002"),
+]
+
+
+def _lookup(settings, path: str):
+    value = settings
+    for part in path.split("."):
+        value = value[part] if isinstance(value, dict) else getattr(value, part)
+    return value
+
+
+@pytest.mark.parametrize("env, path, expected", SETTINGS_CASES)
+def test_read_settings(env, path, expected):
+    assert _lookup(read_settings(env), path) == expected
+
+
+def test_default_data_dir_is_in_the_repo_devstack():
+    assert data_dir({}) == (REPO_ROOT / ".devstack" / "data").resolve()
+    assert default_clickhouse_dsn({}) == f"chdb://{REPO_ROOT.resolve()}/.devstack/data/clickhouse"
+
+
+def test_passwords_are_wired_as_env_vars_not_values():
+    env = {
+        "OFFSET_PIPELINE_IDC1_SECURITY_PROTOCOL": "SASL_SSL",
+        "OFFSET_PIPELINE_IDC1_SASL_MECHANISM": "PLAIN",
+        "OFFSET_PIPELINE_IDC1_SASL_USERNAME": "sync",
+        "OFFSET_PIPELINE_IDC1_SASL_PASSWORD": "s3cret",
+        "OFFSET_PIPELINE_CLICKHOUSE_PASSWORD": "chpw",
+    }
+    resources = build_resources(read_settings(env))
+    idc1_password = resources["idc1"].sasl_password
+    assert isinstance(idc1_password, dg.EnvVar)
+    assert idc1_password.env_var_name == "OFFSET_PIPELINE_IDC1_SASL_PASSWORD"
+    assert resources["idc2"].sasl_password is None
+    assert isinstance(resources["clickhouse"].password, dg.EnvVar)
+    assert "s3cret" not in repr(resources) and "chpw" not in repr(resources)
+
+
+def test_password_env_var_resolves_in_a_run(monkeypatch):
+    env = {"OFFSET_PIPELINE_IDC1_SASL_USERNAME": "sync", "OFFSET_PIPELINE_IDC1_SASL_PASSWORD": "s3cret"}
+    monkeypatch.setenv("OFFSET_PIPELINE_IDC1_SASL_PASSWORD", "s3cret-at-runtime")
+    resources = build_resources(read_settings(env))
+
+    @dg.asset
+    def sasl_seen(idc1: KafkaClusterResource) -> dict:
+        config = idc1.client_config()
+        return {k: config[k] for k in ("sasl.username", "sasl.password")}
+
+    result = dg.materialize([sasl_seen], resources={"idc1": resources["idc1"]})
+    assert result.output_for_node("sasl_seen") == {"sasl.username": "sync", "sasl.password": "s3cret-at-runtime"}
+
+
+def test_resources_follow_the_environment():
+    env = {
+        "OFFSET_PIPELINE_IDC2_BOOTSTRAP": "kafka-b:9092",
+        "OFFSET_PIPELINE_CLICKHOUSE_DSN": "http://ch:8123",
+        "OFFSET_PIPELINE_SPARK_CONNECT_URL": "sc://spark:15002",
+    }
+    resources = build_resources(read_settings(env))
+    assert (resources["idc1"].cluster_name, resources["idc2"].cluster_name) == ("idc1", "idc2")
+    assert resources["idc2"].bootstrap_servers == "kafka-b:9092"
+    assert resources["clickhouse"].dsn == "http://ch:8123"
+    assert resources["spark"].conf()["spark.remote"] == "sc://spark:15002"
