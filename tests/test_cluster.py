@@ -70,3 +70,13 @@ def test_bad_setting_fails_with_kafkas_own_message(tmp_path, kafka_jars):
     with pytest.raises(BrokerStartError, match="num.io.threads"):
         cluster.start(timeout=60)
     assert not cluster.status().running
+
+
+def test_kafka_cluster_resource_describes_a_live_cluster(kafka_pair):
+    from offset_pipeline.resources.kafka import KafkaClusterResource
+
+    for name in ("idc1", "idc2"):
+        described = KafkaClusterResource(cluster_name=name, bootstrap_servers=kafka_pair.bootstrap(name)).describe()
+        assert described["cluster_name"] == name
+        assert described["broker_count"] == 1
+        assert described["cluster_id"] == kafka_pair.admin(name).list_topics(timeout=10).cluster_id
