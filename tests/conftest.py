@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,17 @@ from offset_pipeline.devstack.paths import jars_dir
 # The session mirrors copy only topics with this prefix, so tests that run a mirror of their own
 # (restarts, failures) use other names and never race the shared one.
 MIRRORED_PREFIX = "t."
+
+
+def wait_for(predicate, timeout=60.0, what="condition"):
+    """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def free_port() -> int:

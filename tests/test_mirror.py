@@ -16,20 +16,11 @@ from confluent_kafka import Producer
 
 from offset_pipeline.devstack.mirror import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER
 from offset_pipeline.devstack.records import read_partition
+from .conftest import wait_for
 
 pytestmark = pytest.mark.kafka
 
 OTHER = {"idc1": "idc2", "idc2": "idc1"}
-
-
-def wait_for(predicate, timeout=60.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.3)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def produce(bootstrap, topic, records, partition=0):

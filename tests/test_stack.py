@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient
 from offset_pipeline.devstack.mirror import ORIGIN_CLUSTER_HEADER
 from offset_pipeline.devstack.records import read_partition
 
-from .conftest import free_port
+from .conftest import free_port, wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -68,12 +68,14 @@ def test_up_status_down(stack_env):
         time.sleep(1)
     assert all(seen_copies.values()), seen_copies
 
-    groups = {
-        name: {g.group_id for g in AdminClient({"bootstrap.servers": bs, "log_level": 3}).list_consumer_groups().result(30).valid}
-        for name, bs in bootstrap.items()
-    }
-    assert any(not g.startswith("offset-pipeline-mirror") for g in groups["idc1"]), groups
-    assert any(not g.startswith("offset-pipeline-mirror") for g in groups["idc2"]), groups
+    def consumer_groups(bootstrap_servers):
+        admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 3})  # kept alive
+        listed = admin.list_consumer_groups(request_timeout=10).result(30).valid
+        return {g.group_id for g in listed if not g.group_id.startswith("offset-pipeline-mirror")}
+
+    # Consumer groups are members on their active cluster: some on idc1, some on idc2.
+    for name in ("idc1", "idc2"):
+        wait_for(lambda: consumer_groups(bootstrap[name]), timeout=60, what=f"consumer groups on {name}")
 
     down = devstack(stack_env, "down")
     assert down.returncode == 0, down.stderr

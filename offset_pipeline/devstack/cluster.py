@@ -210,7 +210,8 @@ class KafkaCluster:
             return
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         cmd = self._java_command(
-            java, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._properties_path)
+            java, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",  # ids may start with '-'
+            "-c", str(self._properties_path)
         )
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0:

@@ -39,7 +39,6 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient, NewTopic
 
 ORIGIN_CLUSTER_HEADER = "IDC"
@@ -128,6 +127,17 @@ class DataMirror:
                 **common,
             }
         )
+        # Reads the mirror's own committed positions, which live on the target cluster. It only
+        # reads: it never subscribes nor commits.
+        self._position_reader = Consumer(
+            {
+                "bootstrap.servers": config.target.bootstrap_servers,
+                "group.id": config.group_id,
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                **common,
+            }
+        )
         self._producer = Producer(
             {
                 "bootstrap.servers": config.target.bootstrap_servers,
@@ -183,12 +193,12 @@ class DataMirror:
         return usable
 
     def _committed_positions(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        request = ConsumerGroupTopicPartitions(
-            self.config.group_id, [TopicPartition(t, p) for t, p in partitions]
-        )
-        futures = self._target_admin.list_consumer_group_offsets([request], require_stable=True)
-        result = futures[self.config.group_id].result()
-        return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+        # A consumer's committed() rather than AdminClient.list_consumer_group_offsets: the admin
+        # call can crash the process when a fresh broker answers NOT_COORDINATOR
+        # (librdkafka#5040), while committed() retries. read_committed makes it wait for pending
+        # transactional offsets (require-stable), so a restart sees the last committed batch.
+        result = self._position_reader.committed([TopicPartition(t, p) for t, p in partitions], timeout=60)
+        return {(tp.topic, tp.partition): tp.offset for tp in result if tp.offset >= 0}
 
     def refresh_assignment(self) -> None:
         topics = self._ensure_target_topics(self._source_topics())
@@ -281,7 +291,16 @@ class DataMirror:
         next_report = time.monotonic() + report_every_s
         try:
             while not stop.is_set():
-                self.step()
+                try:
+                    self.step()
+                except KafkaException as exc:
+                    error = exc.args[0] if exc.args else None
+                    if error is None or not hasattr(error, "retriable") or error.fatal():
+                        raise
+                    # e.g. COORDINATOR_LOAD_IN_PROGRESS on a fresh cluster: nothing was
+                    # committed, so waiting and trying again loses nothing.
+                    log.warning("mirror %s: %s; retrying", self.config.group_id, exc)
+                    stop.wait(1.0)
                 if time.monotonic() >= next_report:
                     log.info("mirror %s: %s", self.config.group_id, self.stats)
                     next_report = time.monotonic() + report_every_s
@@ -291,6 +310,7 @@ class DataMirror:
 
     def close(self) -> None:
         self._consumer.close()
+        self._position_reader.close()
         self._producer.flush(10)
 
 
