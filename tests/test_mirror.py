@@ -161,6 +161,7 @@ def _start_mirror_process(kafka_pair, source, target, pattern, log_file):
         "--source", f"{source}={kafka_pair.bootstrap(source)}",
         "--target", f"{target}={kafka_pair.bootstrap(target)}",
         "--topics", pattern, "--batch-size", "50",
+        "--instance", "restart-test",  # its own transactional id: never fences the session mirror
     ]
     return subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
 

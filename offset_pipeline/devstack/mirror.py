@@ -62,12 +62,16 @@ class MirrorConfig:
     batch_size: int = 500
     poll_timeout_s: float = 0.2
     metadata_refresh_s: float = 2.0
+    # Distinguishes mirrors of the same direction over different topics: each instance has its
+    # own transactional id and positions, so one never fences the other.
+    instance: str = ""
     extra_client_config: dict[str, str] = field(default_factory=dict)
 
     @property
     def group_id(self) -> str:
         """Where the mirror keeps its source positions, on the target cluster."""
-        return f"offset-pipeline-mirror.{self.source.name}-to-{self.target.name}"
+        base = f"offset-pipeline-mirror.{self.source.name}-to-{self.target.name}"
+        return f"{base}.{self.instance}" if self.instance else base
 
     @property
     def transactional_id(self) -> str:
@@ -327,12 +331,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--target", type=_endpoint, required=True, help="NAME=HOST:PORT")
     parser.add_argument("--topics", default=DEFAULT_TOPIC_PATTERN, help="regex of topics to mirror")
     parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument("--instance", default="", help="name of this mirror when several copy one direction")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    config = MirrorConfig(args.source, args.target, topic_pattern=args.topics, batch_size=args.batch_size)
+    config = MirrorConfig(
+        args.source, args.target, topic_pattern=args.topics, batch_size=args.batch_size, instance=args.instance
+    )
     DataMirror(config).run(stop)
 
 
