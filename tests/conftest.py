@@ -76,6 +76,17 @@ class KafkaPair:
         return name
 
 
+@pytest.fixture
+def chdb_dsn(tmp_path):
+    """A fresh embedded ClickHouse (chdb) data folder for one test."""
+    from offset_pipeline.resources.clickhouse import close_embedded_clients
+
+    dsn = f"chdb://{tmp_path / 'clickhouse'}"
+    yield dsn
+    # chdb holds one data path per process: release it so the next test can use its own folder.
+    close_embedded_clients()
+
+
 @pytest.fixture(scope="session")
 def kafka_jars() -> Path:
     return fetch_jars(jars_dir())

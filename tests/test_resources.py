@@ -94,14 +94,6 @@ def test_describe_unreachable_cluster_names_cluster_and_servers():
 # --- ClickHouse (embedded chdb engine) -----------------------------------------------------------
 
 
-@pytest.fixture
-def chdb_dsn(tmp_path):
-    # chdb holds one data path per process: release it so the next test can use its own folder.
-    dsn = f"chdb://{tmp_path / 'clickhouse'}"
-    yield dsn
-    close_embedded_clients()
-
-
 @pytest.mark.parametrize(
     "group_id",
     ["grp 'quoted' ü", "a\\b", 'dq"', "{g:String}", "%(g)s", "tab\tnl\n", "한국어-그룹", ""],

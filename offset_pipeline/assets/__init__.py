@@ -1,3 +1,5 @@
-"""The sync cycle, monitoring and audit assets (added by later issues)."""
+"""The sync cycle's assets (monitoring and audit assets come with later issues)."""
 
-all_assets: list = []
+from offset_pipeline.assets.snapshot import offset_snapshot
+
+all_assets: list = [offset_snapshot]

@@ -1,0 +1,55 @@
+"""Turn what was read from both clusters into snapshot rows (pure: no Kafka, no ClickHouse)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from offset_pipeline.kafka_reads.group_offsets import GroupState, PartitionRange
+from offset_pipeline.storage.snapshots import SnapshotRow
+
+ABSENT_GROUP_STATE = "ABSENT"  # the group has never existed on that cluster
+
+
+def involved_partitions(groups: Iterable[GroupState]) -> set[tuple[str, int]]:
+    return {tp for group in groups for tp in group.committed}
+
+
+def build_snapshot_rows(
+    snapshot_id: str,
+    snapshot_time_ms: int,
+    groups: dict[str, list[GroupState]],
+    ranges: dict[str, list[PartitionRange]],
+) -> list[SnapshotRow]:
+    """One row per (cluster, group, partition) for every partition the group committed on either
+    cluster: the sync needs both sides' facts even where a side has no commit (or no topic)."""
+    by_group: dict[str, dict[str, GroupState]] = {}
+    for cluster, states in groups.items():
+        for state in states:
+            by_group.setdefault(state.group_id, {})[cluster] = state
+    range_of = {(r.cluster, r.topic, r.partition): r for cluster_ranges in ranges.values() for r in cluster_ranges}
+    rows = []
+    for group_id in sorted(by_group):
+        states = by_group[group_id]
+        partitions = sorted(involved_partitions(states.values()))
+        for cluster in sorted(groups):
+            state = states.get(cluster)
+            for topic, partition in partitions:
+                log_range = range_of.get((cluster, topic, partition))
+                rows.append(
+                    SnapshotRow(
+                        snapshot_id=snapshot_id,
+                        snapshot_time_ms=snapshot_time_ms,
+                        cluster=cluster,
+                        group_id=group_id,
+                        group_state=state.state if state else ABSENT_GROUP_STATE,
+                        member_count=state.member_count if state else 0,
+                        topic=topic,
+                        partition=partition,
+                        committed_offset=state.committed.get((topic, partition)) if state else None,
+                        topic_present=log_range is not None,
+                        log_start=log_range.log_start if log_range else None,
+                        log_end=log_range.log_end if log_range else None,
+                        last_stable=log_range.last_stable if log_range else None,
+                    )
+                )
+    return rows
