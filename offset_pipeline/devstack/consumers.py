@@ -25,7 +25,6 @@ import argparse
 import json
 import logging
 import re
-import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -33,6 +32,8 @@ from pathlib import Path
 from typing import Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from offset_pipeline.devstack.cli import cluster_address, start_process_logging, stop_on_signals
 
 log = logging.getLogger("offset_pipeline.consumers")
 
@@ -267,13 +268,6 @@ def _describe(partitions) -> str:
     return ", ".join(f"{tp.topic}[{tp.partition}]" for tp in partitions) or "nothing"
 
 
-def _bootstrap_arg(text: str) -> tuple[str, str]:
-    name, _, bootstrap = text.partition("=")
-    if not name or not bootstrap:
-        raise argparse.ArgumentTypeError(f"expected NAME=HOST:PORT, got {text!r}")
-    return name, bootstrap
-
-
 def _supervise(runner: GroupRunner, stop: threading.Event, restart_after_s: float = 5.0) -> None:
     """Run a group until ``stop``; a member that fails is logged and started again."""
     while not stop.is_set():
@@ -289,18 +283,16 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m offset_pipeline.devstack.consumers",
         description="Run the default consumer groups, each on its active cluster, until SIGTERM.",
     )
-    parser.add_argument("--bootstrap", type=_bootstrap_arg, action="append", required=True,
+    parser.add_argument("--bootstrap", type=cluster_address, action="append", required=True,
                         help="NAME=HOST:PORT, once per cluster (idc1=127.0.0.1:19092)")
     parser.add_argument("--prefix", default="", help="prepended to every group id and topic name")
     parser.add_argument("--processed-dir", type=Path, default=None,
                         help="append each group's processed record ids to DIR/<group>.jsonl")
     parser.add_argument("--report-every", type=float, default=30.0, help="seconds between summary lines")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    start_process_logging()
 
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     bootstraps = dict(args.bootstrap)
     groups = default_groups(args.prefix)
     missing = sorted({g.active_cluster for g in groups} - set(bootstraps))

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -40,6 +39,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from offset_pipeline.devstack.cli import cluster_address, start_process_logging, stop_on_signals
 
 ORIGIN_CLUSTER_HEADER = "IDC"
 ORIGIN_OFFSET_HEADER = "Offset"
@@ -319,10 +320,7 @@ class DataMirror:
 
 
 def _endpoint(text: str) -> MirrorEndpoint:
-    name, _, bootstrap = text.partition("=")
-    if not name or not bootstrap:
-        raise argparse.ArgumentTypeError(f"expected NAME=HOST:PORT, got {text!r}")
-    return MirrorEndpoint(name, bootstrap)
+    return MirrorEndpoint(*cluster_address(text))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -333,10 +331,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--instance", default="", help="name of this mirror when several copy one direction")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    start_process_logging()
+    stop = stop_on_signals()
     config = MirrorConfig(
         args.source, args.target, topic_pattern=args.topics, batch_size=args.batch_size, instance=args.instance
     )

@@ -39,7 +39,6 @@ import argparse
 import json
 import logging
 import random
-import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ from typing import Callable, Iterable, Mapping
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from offset_pipeline.devstack.cli import cluster_address, start_process_logging, stop_on_signals
 from offset_pipeline.devstack.errors import DevStackError
 
 log = logging.getLogger("offset_pipeline.traffic")
@@ -657,19 +657,12 @@ class TrafficGenerator:
         self.close()
 
 
-def _bootstrap_arg(text: str) -> tuple[str, str]:
-    name, _, bootstrap = text.partition("=")
-    if not name or not bootstrap:
-        raise argparse.ArgumentTypeError(f"expected NAME=HOST:PORT, got {text!r}")
-    return name, bootstrap
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m offset_pipeline.devstack.traffic",
         description="Produce the seeded default traffic plan to both clusters until SIGTERM.",
     )
-    parser.add_argument("--bootstrap", type=_bootstrap_arg, action="append", required=True,
+    parser.add_argument("--bootstrap", type=cluster_address, action="append", required=True,
                         help="NAME=HOST:PORT, once per cluster (idc1=127.0.0.1:19092)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--rate-scale", type=float, default=1.0, help="multiplies every stream's rate")
@@ -679,11 +672,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--produced-log", type=Path, default=None,
                         help="append one JSON line per acknowledged record (id, offset, committed) here")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    start_process_logging()
 
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     bootstraps = dict(args.bootstrap)
     plan = default_plan(args.prefix)
     try:
