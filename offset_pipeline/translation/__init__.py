@@ -1,0 +1,82 @@
+"""Pure translation rules for the offset sync (DESIGN.md §2-§6): facts in, one result out.
+
+No Kafka, Spark or Dagster imports here: plain Python, so the rules can be tested exhaustively
+against the pure two-cluster model in :mod:`offset_pipeline.translation.model`.
+"""
+
+from .caught_up import caught_up_problem, translate_caught_up
+from .direction import DirectionBasis, DirectionDecision, GroupSideFacts, decide_direction
+from .facts import (
+    DEFAULT_STALE_WINDOW_S,
+    CaughtUpFacts,
+    PartitionFacts,
+    RecordFact,
+    TimestampFacts,
+    TimestampType,
+)
+from .header_anchor import translate_by_header_anchor
+from .headers import (
+    LOCAL,
+    ORIGIN_CLUSTER_HEADER,
+    ORIGIN_OFFSET_HEADER,
+    CopiedFrom,
+    HeaderProblem,
+    LocalRecord,
+    MalformedHeader,
+    Origin,
+    origin_headers,
+    parse_origin,
+)
+from .result import Anchor, Strategy, TranslationResult, TranslationStatus, untranslatable
+from .shape import HeaderObservation, ShapeKind, ShapeSource, TopicShape, decide_shape, parse_shape
+from .timestamp_search import translate_by_timestamp
+from .translate import (
+    NoLossViolation,
+    check_no_loss,
+    decision_log_line,
+    parse_decision_log_line,
+    translate_partition,
+)
+
+__all__ = [
+    "Anchor",
+    "CaughtUpFacts",
+    "CopiedFrom",
+    "DEFAULT_STALE_WINDOW_S",
+    "DirectionBasis",
+    "DirectionDecision",
+    "GroupSideFacts",
+    "HeaderObservation",
+    "HeaderProblem",
+    "LOCAL",
+    "LocalRecord",
+    "MalformedHeader",
+    "NoLossViolation",
+    "ORIGIN_CLUSTER_HEADER",
+    "ORIGIN_OFFSET_HEADER",
+    "Origin",
+    "PartitionFacts",
+    "RecordFact",
+    "ShapeKind",
+    "ShapeSource",
+    "Strategy",
+    "TimestampFacts",
+    "TimestampType",
+    "TopicShape",
+    "TranslationResult",
+    "TranslationStatus",
+    "caught_up_problem",
+    "check_no_loss",
+    "decide_direction",
+    "decide_shape",
+    "decision_log_line",
+    "origin_headers",
+    "parse_decision_log_line",
+    "parse_origin",
+    "parse_shape",
+    "translate_by_header_anchor",
+    "translate_by_timestamp",
+    "translate_caught_up",
+    "translate_partition",
+    "untranslatable",
+]

@@ -1,0 +1,161 @@
+"""Facts in: what the I/O layer read from both clusters for one group-partition and one cycle.
+
+The rules never read Kafka; they only judge these facts. The reading contract:
+
+* **read_committed.** Records are read with ``isolation.level=read_committed``, so only real records
+  appear; offset gaps are transaction markers, aborted records or compacted records.
+* **Snapshot order.** Committed offsets are read first, then the active log start/end, then the
+  standby log start/end, then records. So every honest origin header on an active record below
+  ``active_log_end`` names a standby offset below ``standby_log_end``. Records at or beyond the
+  snapshot's log ends arrived after the snapshot and are ignored by the rules.
+* **Record at c.** ``record_at_or_after`` is the first real record at or after ``committed`` (and
+  below ``active_log_end``), or None when there is none: the group has read everything real.
+* **Backward window.** ``records_below`` are the real records immediately below ``committed``
+  (contiguous: no real record of the active log between the lowest of them and ``committed`` is
+  left out), newest first or in any order. Only records below ``committed`` are used: never scan
+  past c (DESIGN.md §3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .headers import LOCAL, CopiedFrom, Headers, Origin, parse_origin
+from .result import Anchor
+from .shape import TopicShape
+
+DEFAULT_STALE_WINDOW_S = 600.0  # DESIGN.md §4.3: log ends unchanged for 10 minutes
+
+
+class TimestampType(str, Enum):
+    CREATE_TIME = "CreateTime"
+    LOG_APPEND_TIME = "LogAppendTime"
+
+
+@dataclass(frozen=True)
+class RecordFact:
+    """One real record as read from a cluster: its offset, timestamp and parsed origin headers."""
+
+    offset: int
+    timestamp: int
+    origin: Origin = LOCAL
+
+    @classmethod
+    def from_headers(cls, offset: int, timestamp: int, headers: Headers, *, read_from: str, peer: str) -> RecordFact:
+        return cls(offset, timestamp, parse_origin(headers, read_from=read_from, peer=peer))
+
+    def copy_of(self, cluster: str) -> int | None:
+        """The origin offset when this record is a valid copy from ``cluster``, else None."""
+        if isinstance(self.origin, CopiedFrom) and self.origin.cluster == cluster:
+            return self.origin.offset
+        return None
+
+
+@dataclass(frozen=True)
+class TimestampFacts:
+    """Reads for the timestamp search (DESIGN.md §4.2), from the standby cluster.
+
+    ``searched_offset`` is the active record whose timestamp was searched: the first real record at
+    or after c, or, when there is none, the last real record below c (the caught-up variant).
+    ``search_offset`` is the answer of ``offsets_for_times(timestamp)`` on the standby, None when
+    the standby has no record with a timestamp that large (end of log). ``standby_records`` are the
+    standby's real records read forward from ``search_offset`` (bounded), for the header refinement.
+    ``standby_last`` is the standby's last real record, read only when ``search_offset`` is None.
+    ``standby_first`` is the standby's first real record at or after its log start (None: the
+    standby holds no real record): it shows whether retention on the standby deleted the copy of
+    the searched record (then the first retained record copies a later one). Always read it.
+    ``mirror_writes_headers``: the mirror into the standby writes ``IDC``/``Offset`` on every copy
+    (the devstack mirror does). Then a standby record without a valid active-origin header was
+    produced on the standby; without such a mirror, headers on the standby are not trusted at all.
+    """
+
+    searched_offset: int
+    search_offset: int | None
+    standby_records: tuple[RecordFact, ...] = ()
+    standby_last: RecordFact | None = None
+    mirror_writes_headers: bool = True
+    standby_first: RecordFact | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "standby_records", tuple(self.standby_records))
+
+
+@dataclass(frozen=True)
+class CaughtUpFacts:
+    """Reads for the stale fast-forward (DESIGN.md §4.3).
+
+    ``logs_stable_for_s``: how long neither cluster's log end moved (the smaller of the two).
+    ``standby_to_active_mirror_position``: the standby offset below which the standby -> active
+    mirror has copied (or skipped as a loop) every record, read from its committed positions (the
+    devstack mirror commits them in the transaction that writes the copies). None: unknown.
+    ``active_to_standby_mirror_position``: the same for the other direction (an active offset); it
+    only decides whether zero duplicates can be promised. The stability window absorbs the order
+    in which these were read: nothing was written to either log during it.
+    """
+
+    logs_stable_for_s: float
+    standby_to_active_mirror_position: int | None
+    active_to_standby_mirror_position: int | None = None
+    window_s: float = DEFAULT_STALE_WINDOW_S
+
+
+@dataclass(frozen=True)
+class PartitionFacts:
+    """Everything known about one group-partition this cycle (the module docstring is the contract)."""
+
+    group_id: str
+    topic: str
+    partition: int
+    active: str
+    standby: str
+    committed: int | None
+    active_log_start: int
+    active_log_end: int
+    standby_log_start: int
+    standby_log_end: int
+    standby_committed: int | None = None
+    standby_timestamp_type: TimestampType = TimestampType.CREATE_TIME
+    shape: TopicShape = field(default_factory=TopicShape.unknown)
+    record_at_or_after: RecordFact | None = None
+    records_below: tuple[RecordFact, ...] = ()
+    kept_anchor: Anchor | None = None
+    timestamp: TimestampFacts | None = None
+    caught_up: CaughtUpFacts | None = None
+    standby_topic_exists: bool = True
+    active_partition_count: int | None = None
+    standby_partition_count: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "records_below", tuple(self.records_below))
+        object.__setattr__(self, "standby_timestamp_type", TimestampType(self.standby_timestamp_type))
+        if self.active == self.standby:
+            raise ValueError("active and standby must be different clusters")
+
+    # -- the records the rules may use --------------------------------------------------------
+    def usable_record_at_or_after(self) -> RecordFact | None:
+        """The first real record at or after c, if it was there at snapshot time."""
+        record = self.record_at_or_after
+        if record is None or self.committed is None:
+            return None
+        if record.offset < self.committed or record.offset >= self.active_log_end:
+            return None
+        return record
+
+    def usable_records_below(self) -> tuple[RecordFact, ...]:
+        """The backward window, newest first, only records strictly below c and inside the active
+        log (duplicates by offset dropped). Anything at or past c is never used."""
+        if self.committed is None:
+            return ()
+        seen: dict[int, RecordFact] = {}
+        for record in self.records_below:
+            if self.active_log_start <= record.offset < self.committed and record.offset not in seen:
+                seen[record.offset] = record
+        return tuple(sorted(seen.values(), key=lambda r: r.offset, reverse=True))
+
+    def last_processed_record(self) -> RecordFact | None:
+        """The last real record below c, when nothing real is at or after c (the caught-up case)."""
+        if self.usable_record_at_or_after() is not None:
+            return None
+        below = self.usable_records_below()
+        return below[0] if below else None

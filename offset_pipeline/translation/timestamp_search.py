@@ -1,0 +1,229 @@
+"""Strategy 2 (DESIGN.md §4.2): timestamp search, for one-way topics translated from the producing side.
+
+Setting: every record of the standby B is a copy of a record of the active A, in A's order (Lemma 3),
+with A's CreateTime timestamp. Let ``a`` be the searched A record (timestamp ``ts``):
+
+* normally the first real record at or after ``c`` (the group's next record);
+* when there is none (the group read everything), the last real record below ``c`` -- the
+  caught-up variant, where the copy's offset plus one is the exact answer.
+
+``offsets_for_times(ts)`` on B returns the first offset whose timestamp is ``>= ts``. The copy of
+``a`` has timestamp ``ts``, so the answer ``o`` is at or before the copy, and every B record below
+``o`` is a copy of an A record before ``a``: processed. Loss-free, but with duplicates when
+timestamps repeat or go backwards.
+
+**Refinement.** Scan B forward from ``o`` (a bounded, read_committed window) while the record is a
+copy (``IDC=<A>``) of an A record below ``a``: each such record is processed, so ``t`` may move
+past it. A copy of ``a`` itself is the exact answer (``t`` = its offset, or its offset + 1 in the
+caught-up variant). The scan stops, keeping the last safe offset, at a copy of a record after ``a``
+and at the end of the window. It never goes past the copy of ``a``. A mirror that writes no
+headers gives an unrefined search (headers on B are then not trusted at all).
+
+**Checks that refuse rather than guess:**
+
+* LogAppendTime on B: copies do not carry A's timestamps, the search is meaningless.
+* Retention on B deleted the copy of ``a``: B's first retained record (``standby_first``) copies a
+  record after ``a``. Unprocessed copies may then sit before the search result (also with an
+  at-least-once mirror whose redelivered copy of ``a`` survived). When B's first retained record
+  copies a record at or before ``a``, every B record before the first retained copy of ``a``
+  copies a record before ``a`` -- even with redelivery, since the mirror reads A in order and
+  only ever rewinds.
+* The search landed on a copy of a record *after* ``a`` before any progress: the copy of ``a`` is
+  not at or after ``o`` (never mirrored), so ``o`` may have skipped unprocessed records.
+* With a header-writing mirror, any B record read (window, tail or first) without a valid
+  ``IDC=<A>`` header was produced on B: the topic is not one-way, and neither the search result
+  nor the offsets already scanned can be trusted (stopping there and keeping the last safe
+  offset would rely on the very assumption that record refutes).
+
+``timestamp_inversion`` is set when the first real record at the search result has a larger
+timestamp than ``ts`` (the article's "duplicate risk" metric), whether or not refinement fixed it.
+
+Known limit: without headers on B (a header-less mirror) the search cannot be verified; it relies
+on the copy of ``a`` still being on B, i.e. on the group not lagging past B's retention, and on an
+exactly-once mirror.
+"""
+
+from __future__ import annotations
+
+from .facts import PartitionFacts, RecordFact, TimestampType
+from .result import Strategy, TranslationResult, TranslationStatus
+
+
+def _missing_copy_status(facts: PartitionFacts) -> TranslationStatus:
+    """The copy of the searched record is not where it must be: deleted by the standby's retention
+    (when it deleted anything), else never mirrored."""
+    if facts.standby_log_start > 0:
+        return TranslationStatus.STANDBY_RECORDS_DELETED
+    return TranslationStatus.COPY_MISSING_ON_STANDBY
+
+
+def translate_by_timestamp(facts: PartitionFacts) -> TranslationResult:
+    """Translate ``facts.committed`` by timestamp search plus header refinement."""
+    c = facts.committed
+    if c is None:
+        raise ValueError("translate_by_timestamp needs a committed offset")
+    active, standby = facts.active, facts.standby
+    common = dict(
+        group_id=facts.group_id, topic=facts.topic, partition=facts.partition, active=active, standby=standby,
+        committed=c, standby_committed=facts.standby_committed,
+    )
+
+    def fail(status: TranslationStatus, reason: str, inversion: bool = False) -> TranslationResult:
+        return TranslationResult(
+            strategy=None, standby_offset=None, status=status, reason=reason, timestamp_inversion=inversion, **common
+        )
+
+    if not facts.shape.allows_timestamp_search(active):
+        return fail(
+            TranslationStatus.NOT_APPLICABLE,
+            f"timestamp search needs a one-way topic produced on {active}; shape is {facts.shape.value}",
+        )
+    if facts.standby_timestamp_type is TimestampType.LOG_APPEND_TIME:
+        return fail(
+            TranslationStatus.LOG_APPEND_TIME_ON_STANDBY,
+            f"{standby} stamps {facts.topic} with LogAppendTime: copies do not keep {active}'s timestamps",
+        )
+    tf = facts.timestamp
+    if tf is None:
+        return fail(TranslationStatus.NOT_APPLICABLE, "no timestamp search was read for this partition")
+
+    at = facts.usable_record_at_or_after()
+    caught_up = at is None
+    searched = at if at is not None else facts.last_processed_record()
+    if searched is None:
+        return fail(TranslationStatus.NO_ANCHOR, f"no real record at or below c={c} in the read window to search")
+    if tf.searched_offset != searched.offset:
+        return fail(
+            TranslationStatus.INCONSISTENT_FACTS,
+            f"the search used {active}:{tf.searched_offset} but the record to translate is {active}:{searched.offset}",
+        )
+    a, ts = searched.offset, searched.timestamp
+    what = "last processed record" if caught_up else "first real record at or after c"
+    head = f"{what} {active}:{a} ts={ts}"
+
+    search_none = tf.search_offset is None or tf.search_offset >= facts.standby_log_end
+    window: list[RecordFact] = [] if search_none else sorted(
+        {
+            r.offset: r
+            for r in tf.standby_records
+            if max(tf.search_offset, facts.standby_log_start) <= r.offset < facts.standby_log_end
+        }.values(),
+        key=lambda r: r.offset,
+    )
+    last = tf.standby_last if search_none else None
+    if last is not None and not (facts.standby_log_start <= last.offset < facts.standby_log_end):
+        last = None
+    first = tf.standby_first
+    if first is not None and not (facts.standby_log_start <= first.offset < facts.standby_log_end):
+        first = None
+
+    trust_headers = tf.mirror_writes_headers
+    if trust_headers:
+        seen = window + [r for r in (last, first) if r is not None]
+        odd = next((r for r in seen if r.copy_of(active) is None), None)
+        if odd is not None:
+            return fail(
+                TranslationStatus.SHAPE_CONFLICT,
+                f"{standby}:{odd.offset} ({odd.origin}) is not a copy from {active}, and the mirror marks every "
+                f"copy: records are produced on {standby}, the topic is not one-way",
+            )
+        # Retention on the standby: its first retained record must not copy a record after a, or
+        # the copy of a is gone and records before the search result may be unprocessed.
+        if first is None and facts.standby_log_start > 0 and (window or last):
+            return fail(
+                TranslationStatus.INCONSISTENT_FACTS,
+                f"{standby} deleted records (log start {facts.standby_log_start}) and its first retained record was "
+                f"not read: cannot rule out that the copy of {active}:{a} is gone",
+            )
+        if first is None and facts.standby_log_start > 0:
+            return fail(
+                TranslationStatus.STANDBY_RECORDS_DELETED,
+                f"{head}: {standby} deleted records (log start {facts.standby_log_start}) and holds no record now: "
+                f"the copy of {active}:{a} is gone or not there yet",
+            )
+        h0 = first.copy_of(active) if first is not None else None
+        if h0 is not None and h0 > a:
+            return fail(
+                _missing_copy_status(facts),
+                f"{head}: {standby}'s first retained record {standby}:{first.offset} copies the later {active}:{h0}: "
+                f"the copy of {active}:{a} is gone (log start {facts.standby_log_start}); the group lags past "
+                f"{standby}'s retention",
+            )
+
+    # -- the standby has no record with a timestamp >= ts ------------------------------------
+    if search_none:
+        h = last.copy_of(active) if last is not None and trust_headers else None
+        if last is None or h is None:
+            return fail(
+                TranslationStatus.NOT_YET_MIRRORED,
+                f"{head}: no record on {standby} has a timestamp >= ts and its last record "
+                f"{'is missing' if last is None else 'proves nothing (no trusted header)'}: the copy is not there yet",
+            )
+        if h == a:
+            return fail(
+                TranslationStatus.INCONSISTENT_FACTS,
+                f"{head}: no record on {standby} has a timestamp >= ts, yet its last record {standby}:{last.offset} "
+                f"is the copy of {active}:{a} (timestamps not preserved?)",
+            )
+        if h > a:
+            return fail(
+                _missing_copy_status(facts),
+                f"{head}: no record on {standby} has a timestamp >= ts and its last record {standby}:{last.offset} "
+                f"copies the later {active}:{h}: the copy of {active}:{a} is not on {standby} "
+                f"({standby} log start {facts.standby_log_start})",
+            )
+        t = last.offset + 1
+        return TranslationResult(
+            strategy=Strategy.TIMESTAMP_SEARCH, standby_offset=t, status=TranslationStatus.TIMESTAMP_SEARCH,
+            reason=f"{head}: not on {standby} yet; its last record {standby}:{last.offset} copies {active}:{h} < {a}: "
+                   f"t = {t}",
+            expected_duplicates=None if caught_up else 0, **common,
+        )
+
+    o = tf.search_offset
+    inversion = bool(window) and window[0].timestamp > ts
+    t = o
+    exact = False
+    progressed = 0
+    note = "no records read after the search result" if not window else ""
+    for record in window if trust_headers else ():
+        h = record.copy_of(active)
+        assert h is not None  # the shape check above refused windows with other records
+        if h < a:
+            t = record.offset + 1
+            progressed += 1
+            continue
+        if h == a:
+            t = record.offset + 1 if caught_up else record.offset
+            exact = True
+            note = f"landed on the copy {standby}:{record.offset}"
+            break
+        if progressed == 0:
+            return fail(
+                _missing_copy_status(facts),
+                f"{head}: offsets_for_times gave {o}, whose record {standby}:{record.offset} copies the later "
+                f"{active}:{h}: the copy of {active}:{a} is not at or after {o} "
+                f"({standby} log start {facts.standby_log_start})",
+                inversion,
+            )
+        note = f"stopped at {standby}:{record.offset}, a copy of the later {active}:{h}"
+        break
+    else:
+        if not trust_headers:
+            note = "the mirror writes no origin headers: unrefined"
+        elif window:
+            note = f"window of {len(window)} records ended before the copy"
+
+    if t < facts.standby_log_start:
+        return fail(
+            TranslationStatus.STANDBY_RECORDS_DELETED,
+            f"{head}: search result {t} is below {standby}'s log start {facts.standby_log_start}",
+            inversion,
+        )
+    status = TranslationStatus.TIMESTAMP_EXACT if exact else TranslationStatus.TIMESTAMP_SEARCH
+    reason = f"{head}: offsets_for_times gave {o}" + (" (timestamp inversion)" if inversion else "")
+    reason += f"; refined past {progressed} processed copies; {note}: t = {t}"
+    return TranslationResult(
+        strategy=Strategy.TIMESTAMP_SEARCH, standby_offset=t, status=status, reason=reason,
+        expected_duplicates=0 if exact else None, timestamp_inversion=inversion, **common,
+    )
