@@ -6,10 +6,14 @@ running stack. Nothing here mocks Kafka.
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +40,22 @@ def wait_for(predicate, timeout=60.0, what="condition"):
             return result
         time.sleep(0.3)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@contextmanager
+def stopped_by_sigterm(cmd: list[str], log_path: Path):
+    """Run a CLI in its own process group for the ``with`` body, then SIGTERM it and require a
+    clean exit (code 0); a process that hangs is killed so no test leaves one behind."""
+    with open(log_path, "wb") as log_file:
+        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            yield proc
+            os.kill(proc.pid, signal.SIGTERM)
+            assert proc.wait(timeout=60) == 0, log_path.read_text()
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
 
 
 def free_port() -> int:

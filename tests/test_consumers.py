@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -29,7 +26,7 @@ from offset_pipeline.devstack.consumers import (
     processed_file_name,
 )
 from offset_pipeline.devstack.traffic import TopicTraffic, TrafficGenerator, default_plan, ensure_topics
-from .conftest import wait_for
+from .conftest import stopped_by_sigterm, wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -213,20 +210,12 @@ def test_cli_runs_the_default_groups_and_commits_on_sigterm(kafka_pair, traffic,
     ]
     groups = default_groups(traffic.prefix)
     log_path = tmp_path / "consumers.log"
-    with open(log_path, "wb") as log_file:
-        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            for spec in groups:
-                path = processed_dir / processed_file_name(spec.group_id)
-                want = expected_ids(fresh, spec.topics)
-                wait_for(lambda: {l["id"] for l in processed_lines(path, strict=False)} >= want,
-                         timeout=120, what=f"{spec.group_id} (CLI) processing the fresh records")
-            os.kill(proc.pid, signal.SIGTERM)
-            assert proc.wait(timeout=60) == 0, log_path.read_text()
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+    with stopped_by_sigterm(cmd, log_path):
+        for spec in groups:
+            path = processed_dir / processed_file_name(spec.group_id)
+            want = expected_ids(fresh, spec.topics)
+            wait_for(lambda: {l["id"] for l in processed_lines(path, strict=False)} >= want,
+                     timeout=120, what=f"{spec.group_id} (CLI) processing the fresh records")
     assert "consumers stopped" in log_path.read_text()
     for spec in groups:
         lines = processed_lines(processed_dir / processed_file_name(spec.group_id))

@@ -43,7 +43,9 @@ def count_is(pair, cluster, topic, partition, n):
 
 def test_copy_keeps_key_value_timestamp_headers_and_adds_origin(kafka_pair, session_mirrors, topic_name):
     kafka_pair.create_topic(topic_name, partitions=3)
-    base_ts = 1_700_000_000_000  # an old CreateTime: the copy must keep it, not restamp it
+    # A day-old CreateTime: the copy must keep it, not restamp it. (Older than the 7-day retention
+    # would let the broker delete the records under the test.)
+    base_ts = int(time.time() * 1000) - 86_400_000
     sent = [
         {
             "value": {"id": f"r{i}"},

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -26,7 +23,7 @@ from offset_pipeline.devstack.traffic import (
     ensure_topics,
 )
 
-from .conftest import wait_for
+from .conftest import stopped_by_sigterm, wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -320,17 +317,9 @@ def test_cli_runs_the_default_plan_and_stops_cleanly_on_sigterm(kafka_pair, tmp_
         "--produced-log", str(produced),
     ]
     log_path = tmp_path / "traffic.log"
-    with open(log_path, "wb") as log_file:
-        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            wait_for(lambda: produced.exists() and len(produced.read_text().splitlines()) >= 50,
-                     timeout=60, what="the CLI producing")
-            os.kill(proc.pid, signal.SIGTERM)
-            assert proc.wait(timeout=60) == 0, log_path.read_text()
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+    with stopped_by_sigterm(cmd, log_path):
+        wait_for(lambda: produced.exists() and len(produced.read_text().splitlines()) >= 50,
+                 timeout=60, what="the CLI producing")
     output = log_path.read_text()
     assert "traffic stopped" in output
     assert re.search(r"traffic seed=5 scale=3 up \d+s: \d+ acked", output), output
