@@ -137,14 +137,14 @@ def translate_partition(facts: PartitionFacts) -> TranslationResult:
 _LINE_BREAKS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
-def _quote(text: str) -> str:
+def quote_log_text(text: str) -> str:
     quoted = json.dumps(text, ensure_ascii=False)  # escapes quotes, backslashes and control characters
     for char, escaped in _LINE_BREAKS.items():
         quoted = quoted.replace(char, escaped)
     return quoted
 
 
-def _value(value: object) -> str:
+def log_value(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -153,7 +153,7 @@ def _value(value: object) -> str:
         return str(value)
     if hasattr(value, "value"):  # an enum
         return str(value.value)
-    return _quote(str(value))
+    return quote_log_text(str(value))
 
 
 def decision_log_line(result: TranslationResult) -> str:
@@ -167,22 +167,22 @@ def decision_log_line(result: TranslationResult) -> str:
         return "-" if a is None else f"{a.active_offset}->{a.standby_offset}"
 
     fields = [
-        ("group", _quote(result.group_id)),
-        ("topic", _quote(result.topic)),
-        ("partition", _value(result.partition)),
-        ("active", _value(result.active)),
-        ("standby", _value(result.standby)),
-        ("committed", _value(result.committed)),
-        ("standby_committed", _value(result.standby_committed)),
-        ("standby_offset", _value(result.standby_offset)),
-        ("strategy", _value(result.strategy)),
-        ("status", _value(result.status)),
+        ("group", quote_log_text(result.group_id)),
+        ("topic", quote_log_text(result.topic)),
+        ("partition", log_value(result.partition)),
+        ("active", log_value(result.active)),
+        ("standby", log_value(result.standby)),
+        ("committed", log_value(result.committed)),
+        ("standby_committed", log_value(result.standby_committed)),
+        ("standby_offset", log_value(result.standby_offset)),
+        ("strategy", log_value(result.strategy)),
+        ("status", log_value(result.status)),
         ("anchor", anchor(result.anchor_used)),
         ("keep", anchor(result.anchor_to_keep)),
-        ("expected_duplicates", _value(result.expected_duplicates)),
-        ("timestamp_inversion", _value(result.timestamp_inversion)),
+        ("expected_duplicates", log_value(result.expected_duplicates)),
+        ("timestamp_inversion", log_value(result.timestamp_inversion)),
         ("warnings", ",".join(w.value for w in result.warnings) or "-"),
-        ("reason", _quote(result.reason)),
+        ("reason", quote_log_text(result.reason)),
     ]
     return LOG_PREFIX + " " + " ".join(f"{key}={value}" for key, value in fields)
 
