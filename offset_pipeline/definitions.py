@@ -9,6 +9,7 @@ from __future__ import annotations
 import dagster as dg
 
 from offset_pipeline.assets import all_assets
+from offset_pipeline.jobs import offset_sync_job
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.sensors import all_sensors
 from offset_pipeline.settings import KafkaSettings, Settings, read_settings
@@ -47,6 +48,7 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
 
 defs = dg.Definitions(
     assets=all_assets,
+    jobs=[offset_sync_job],
     sensors=all_sensors,
     resources=build_resources(read_settings()),
 )

@@ -1,3 +1,5 @@
-"""The sync tick and fast-forward sensors (added by later issues)."""
+"""Sensors: the sync cadence (the stale-topic fast-forward sensor comes with its issue)."""
 
-all_sensors: list = []
+from offset_pipeline.sensors.sync_cadence import offset_sync_sensor
+
+all_sensors: list = [offset_sync_sensor]

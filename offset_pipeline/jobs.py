@@ -1,0 +1,18 @@
+"""The sync cycle as one job: every asset of the ``offset_sync`` group, in one process.
+
+In-process because the embedded ClickHouse engine (chdb) admits one process per data folder, and
+because a cycle's steps read each other's rows in order. The concurrency tag lets the run queue
+hold every sync run behind the one in progress (deploy/dagster.yaml), manual launches included.
+"""
+
+import dagster as dg
+
+SYNC_CONCURRENCY_TAG = "offset_pipeline/sync"
+
+offset_sync_job = dg.define_asset_job(
+    "offset_sync_cycle",
+    selection=dg.AssetSelection.groups("offset_sync"),
+    executor_def=dg.in_process_executor,
+    tags={SYNC_CONCURRENCY_TAG: "cycle"},
+    description="One sync cycle: snapshot offsets on both clusters, translate, commit to standbys.",
+)

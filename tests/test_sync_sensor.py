@@ -1,0 +1,70 @@
+"""The sync cadence sensor: deterministic run keys, one request per cycle, never overlapping runs."""
+
+import json
+import uuid
+
+import dagster as dg
+
+from offset_pipeline.definitions import defs
+from offset_pipeline.jobs import offset_sync_job
+from offset_pipeline.sensors.sync_cadence import evaluate_sync_tick
+
+INTERVAL = 30
+
+
+def tick(instance, cursor, now_s):
+    context = dg.build_sensor_context(instance=instance, cursor=cursor)
+    return evaluate_sync_tick(context, now_s, INTERVAL), context.cursor
+
+
+def test_one_request_per_cycle_with_deterministic_run_keys():
+    with dg.instance_for_test() as instance:
+        first, cursor = tick(instance, None, 1_000_025)
+        assert isinstance(first, dg.RunRequest)
+        assert first.run_key == f"offset-sync-{1_000_025 // INTERVAL}"
+        assert json.loads(cursor)["last_cycle"] == 1_000_025 // INTERVAL
+
+        again, cursor_again = tick(instance, cursor, 1_000_040)  # same 30 s cycle (1_000_020 .. 1_000_049)
+        assert isinstance(again, dg.SkipReason)
+        assert "already requested" in again.skip_message
+        assert cursor_again == cursor
+
+        later, _ = tick(instance, cursor, 1_000_055)  # next cycle
+        assert isinstance(later, dg.RunRequest)
+        assert later.run_key == f"offset-sync-{1_000_055 // INTERVAL}"
+        assert later.run_key != first.run_key
+
+
+def test_no_request_while_a_sync_run_is_in_flight():
+    with dg.instance_for_test() as instance:
+        run = instance.create_run_for_job(
+            job_def=defs.resolve_job_def(offset_sync_job.name), run_id=str(uuid.uuid4()), status=dg.DagsterRunStatus.STARTED
+        )
+        skipped, cursor = tick(instance, None, 2_000_000)
+        assert isinstance(skipped, dg.SkipReason)
+        assert run.run_id in skipped.skip_message and "never overlap" in skipped.skip_message
+        assert cursor is None  # the cycle stays requestable once the run ends
+
+        instance.report_run_failed(instance.get_run_by_id(run.run_id))
+        requested, _ = tick(instance, None, 2_000_000)
+        assert isinstance(requested, dg.RunRequest)
+
+
+def test_the_sensor_is_registered_running_and_targets_the_sync_job():
+    sensor = defs.resolve_sensor_def("offset_sync_sensor")
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    assert sensor.job_name == "offset_sync_cycle"
+    assert sensor.minimum_interval_seconds == 30
+    job = defs.resolve_job_def("offset_sync_cycle")
+    assert job.tags.get("offset_pipeline/sync") == "cycle"
+
+
+def test_the_instance_config_queues_sync_runs_one_at_a_time(tmp_path, monkeypatch):
+    import shutil
+    from pathlib import Path
+
+    shutil.copy(Path(__file__).parents[1] / "deploy" / "dagster.yaml", tmp_path / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with dg.DagsterInstance.get() as instance:
+        limits = instance.run_coordinator.get_run_queue_config().tag_concurrency_limits
+    assert {"key": "offset_pipeline/sync", "limit": 1} in limits
