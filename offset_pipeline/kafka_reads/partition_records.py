@@ -1,0 +1,419 @@
+"""The record reads the translation needs, for ONE topic-partition, ONE direction, ALL its groups.
+
+:func:`read_translation_facts` reads a partition once per cycle however many groups read it, and
+returns one :class:`~offset_pipeline.translation.facts.PartitionFacts` per group, ready for
+:func:`~offset_pipeline.translation.translate.translate_partition`. It is meant to run inside a Spark
+task: it takes plain librdkafka config dicts (not Dagster resources) and returns plain dataclasses.
+
+The reading contract of ``facts.py`` is kept:
+
+* **read_committed**, with ``assign`` (no group membership, no commits): only real records come back.
+* **Snapshot order.** The caller read committed offsets, then the active log ends, then the standby
+  log ends (:class:`PartitionLogs`), and only then calls this. Records at or above the snapshot's log
+  ends are never returned.
+* **Active side: one contiguous pass** over ``[max(log_start, min(c) - window), max(c)]`` plus the
+  first real record at or after ``max(c)``. Per group: ``record_at_or_after`` is the first real
+  record at or after ``c`` below the snapshot's log end (None when there is none), and
+  ``records_below`` every real record at offsets ``[c - window, c)`` (so at most ``window``; fewer
+  where markers, aborted or compacted records leave gaps). The window is in offsets so that a group
+  gets the same facts whether its partition is read for it alone or with other groups.
+* **Standby side** (only for the timestamp search: a one-way topic produced on the active cluster,
+  CreateTime on the standby): ``offsets_for_times`` once per distinct searched timestamp, one forward
+  read of up to ``refine_window`` real records from each search result (overlapping windows are read
+  once), ``standby_first`` always, ``standby_last`` when a search found nothing below the standby's
+  log end.
+
+Reads stop at the snapshot's log end or at the partition's last stable offset when that is lower (an
+open transaction): records not read then are at or after ``c`` and only ever make a translation
+smaller (``record_at_or_after`` None gives the caught-up variants, which use records below ``c``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from offset_pipeline.translation.facts import PartitionFacts, RecordFact, TimestampFacts, TimestampType
+from offset_pipeline.translation.result import Anchor
+from offset_pipeline.translation.shape import TopicShape
+
+# Right after a topic is created its leader may not be known yet: these errors pass quickly.
+_TRANSIENT = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+_BATCH = 500
+
+
+@dataclass(frozen=True)
+class GroupPartitionInput:
+    """One group reading the partition: its committed offsets on both clusters and its kept anchor."""
+
+    group_id: str
+    committed: int | None  # c on the active cluster
+    standby_committed: int | None = None
+    kept_anchor: Anchor | None = None
+
+
+@dataclass(frozen=True)
+class PartitionLogs:
+    """The partition's log ranges from the snapshot (read after the committed offsets).
+
+    ``standby_log_start``/``standby_log_end`` None: the snapshot found no such partition on the
+    standby; the reads then ask the standby's metadata whether the topic exists and how many
+    partitions it has (unless ``standby_topic_exists``/``standby_partition_count`` are given)."""
+
+    active_log_start: int
+    active_log_end: int
+    standby_log_start: int | None
+    standby_log_end: int | None
+    standby_topic_exists: bool | None = None  # None: decided from the logs / the standby's metadata
+    active_partition_count: int | None = None
+    standby_partition_count: int | None = None
+
+
+@dataclass
+class ReadStats:
+    """What one call read (for tests and metrics)."""
+
+    active_consumers: int = 0
+    standby_consumers: int = 0
+    active_records: int = 0
+    standby_records: int = 0
+    standby_passes: int = 0
+    offsets_for_times_calls: int = 0
+    searched_timestamps: list[int] = field(default_factory=list)
+
+
+def _consumer(conf: dict) -> Consumer:
+    settings = dict(conf)
+    settings.setdefault("group.id", f"offset-pipeline-reads-{uuid.uuid4().hex}")
+    settings.update(
+        {
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",  # records deleted since the snapshot: start at the new log start
+            "enable.partition.eof": False,
+            "log_level": 3,
+        }
+    )
+    return Consumer(settings)
+
+
+def _retry(call, deadline: float):
+    while True:
+        try:
+            return call()
+        except KafkaException as exc:
+            if exc.args[0].code() not in _TRANSIENT or time.monotonic() > deadline:
+                raise
+            time.sleep(0.25)
+
+
+def _stable_end(consumer: Consumer, tp: TopicPartition, snapshot_end: int, deadline: float) -> int:
+    """The end to read to: the snapshot's log end, or the last stable offset when lower."""
+    remaining = max(1.0, deadline - time.monotonic())
+    _, high = _retry(lambda: consumer.get_watermark_offsets(tp, timeout=remaining, cached=False), deadline)
+    return min(snapshot_end, high)
+
+
+class _Reader:
+    """Forward reads of one partition with one consumer, re-assigned per pass."""
+
+    def __init__(self, consumer: Consumer, topic: str, partition: int, *, read_from: str, peer: str,
+                 end: int, deadline: float):
+        self.consumer, self.tp = consumer, TopicPartition(topic, partition)
+        self.read_from, self.peer = read_from, peer
+        self.end, self.deadline = end, deadline
+        self.passes = 0
+        self.records = 0
+
+    def read(self, start: int, stop=None, end: int | None = None) -> tuple[list[RecordFact], int]:
+        """Real records from ``start`` (below ``end``, default the reader's end) until
+        ``stop(records)`` is true or the position reaches ``end``. Returns the records and the offset
+        up to which the log was read completely (every real record at or after ``start`` and below
+        it is in the list)."""
+        end = self.end if end is None else min(end, self.end)
+        if start >= end:
+            return [], start
+        self.passes += 1
+        self.consumer.assign([TopicPartition(self.tp.topic, self.tp.partition, start)])
+        out: list[RecordFact] = []
+        try:
+            while True:
+                for msg in self.consumer.consume(_BATCH, timeout=0.2):
+                    if msg.error():
+                        if msg.error().code() in _TRANSIENT or msg.error().code() == KafkaError._PARTITION_EOF:
+                            continue
+                        raise KafkaException(msg.error())
+                    if msg.offset() >= end:
+                        continue
+                    self.records += 1
+                    out.append(
+                        RecordFact.from_headers(
+                            msg.offset(), msg.timestamp()[1], msg.headers(), read_from=self.read_from, peer=self.peer
+                        )
+                    )
+                if stop is not None and stop(out):
+                    return out, out[-1].offset + 1
+                position = self.consumer.position([self.tp])[0].offset
+                if position >= end:
+                    return out, end
+                if time.monotonic() > self.deadline:
+                    raise TimeoutError(
+                        f"reading {self.tp.topic}[{self.tp.partition}] on {self.read_from} from {start} did not reach "
+                        f"offset {end} in time (position {position})"
+                    )
+        finally:
+            self.consumer.unassign()
+
+
+def _topic_metadata(consumer: Consumer, topic: str, timeout_s: float) -> tuple[bool, int | None]:
+    metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+    if metadata is None or metadata.error is not None:
+        return False, None
+    return True, len(metadata.partitions)
+
+
+def read_translation_facts(
+    active: str,
+    standby: str,
+    active_conf: dict,
+    standby_conf: dict,
+    topic: str,
+    partition: int,
+    logs: PartitionLogs,
+    groups: list[GroupPartitionInput],
+    *,
+    shape: TopicShape,
+    standby_timestamp_type: TimestampType | str = TimestampType.CREATE_TIME,
+    window: int = 50,
+    refine_window: int = 200,
+    timeout_s: float = 10,
+    mirror_writes_headers: bool = True,
+    stats: ReadStats | None = None,
+) -> list[PartitionFacts]:
+    """One :class:`PartitionFacts` per group (in the order given) for ``topic[partition]`` translated
+    from ``active`` to ``standby``; see the module docstring for what is read and when."""
+    if window < 1 or refine_window < 1:
+        raise ValueError("window and refine_window must be positive")
+    stats = stats if stats is not None else ReadStats()
+    deadline = time.monotonic() + timeout_s
+    standby_timestamp_type = TimestampType(standby_timestamp_type)
+    tp = TopicPartition(topic, partition)
+
+    # -- which groups need records: c inside the active log (else the pre-checks decide) --------
+    def in_log(g: GroupPartitionInput) -> bool:
+        return g.committed is not None and logs.active_log_start <= g.committed <= logs.active_log_end
+
+    readable = [g.committed for g in groups if in_log(g)]
+
+    # -- active: one contiguous pass ---------------------------------------------------------------
+    active_records: list[RecordFact] = []
+    if readable and logs.active_log_start < logs.active_log_end:
+        consumer = _consumer(active_conf)
+        stats.active_consumers += 1
+        try:
+            end = _stable_end(consumer, tp, logs.active_log_end, deadline)
+            reader = _Reader(consumer, topic, partition, read_from=active, peer=standby, end=end, deadline=deadline)
+            lo = max(logs.active_log_start, min(readable) - window)
+            top = max(readable)
+            active_records, _ = reader.read(lo, stop=lambda rs: bool(rs) and rs[-1].offset >= top)
+            stats.active_records += reader.records
+        finally:
+            consumer.close()
+    offsets = [r.offset for r in active_records]
+
+    def base_facts(g: GroupPartitionInput, standby_log_start: int, standby_log_end: int, exists: bool,
+                   standby_count: int | None) -> PartitionFacts:
+        at, below = None, ()
+        if in_log(g):
+            i = bisect.bisect_left(offsets, g.committed)
+            at = active_records[i] if i < len(active_records) else None
+            j = bisect.bisect_left(offsets, g.committed - window)
+            below = tuple(active_records[j:i])
+        return PartitionFacts(
+            group_id=g.group_id, topic=topic, partition=partition, active=active, standby=standby,
+            committed=g.committed, active_log_start=logs.active_log_start, active_log_end=logs.active_log_end,
+            standby_log_start=standby_log_start, standby_log_end=standby_log_end,
+            standby_committed=g.standby_committed, standby_timestamp_type=standby_timestamp_type, shape=shape,
+            record_at_or_after=at, records_below=below, kept_anchor=g.kept_anchor, standby_topic_exists=exists,
+            active_partition_count=logs.active_partition_count, standby_partition_count=standby_count,
+        )
+
+    # -- standby: existence, then the timestamp search ---------------------------------------------
+    need_search = (
+        shape.allows_timestamp_search(active) and standby_timestamp_type is TimestampType.CREATE_TIME and bool(readable)
+    )
+    standby_consumer: Consumer | None = None
+
+    def standby_client() -> Consumer:
+        nonlocal standby_consumer
+        if standby_consumer is None:
+            standby_consumer = _consumer(standby_conf)
+            stats.standby_consumers += 1
+        return standby_consumer
+
+    try:
+        exists = logs.standby_topic_exists
+        standby_count = logs.standby_partition_count
+        if logs.standby_log_start is None or logs.standby_log_end is None:
+            if exists is None or (exists and standby_count is None):
+                found, count = _topic_metadata(standby_client(), topic, max(1.0, deadline - time.monotonic()))
+                exists = found if exists is None else exists
+                standby_count = count if standby_count is None else standby_count
+            if exists and standby_count is not None and partition < standby_count:
+                raise ValueError(
+                    f"{topic}[{partition}] exists on {standby} but the snapshot has no log range for it"
+                )
+            # Nothing to read on the standby: the pre-checks report a missing topic or partition
+            # (a partition missing on the standby is a partition count mismatch).
+            active_count = logs.active_partition_count
+            if exists and active_count is None:
+                probe = _consumer(active_conf)
+                try:
+                    _, active_count = _topic_metadata(probe, topic, max(1.0, deadline - time.monotonic()))
+                finally:
+                    probe.close()
+            return [
+                dataclasses.replace(base_facts(g, 0, 0, bool(exists), standby_count), active_partition_count=active_count)
+                for g in groups
+            ]
+        exists = True if exists is None else exists
+        s_start, s_end = logs.standby_log_start, logs.standby_log_end
+        facts = [base_facts(g, s_start, s_end, exists, standby_count) for g in groups]
+        if not (need_search and exists):
+            return facts
+        return _with_timestamp_search(
+            facts, standby_client, tp, s_start, s_end, active=active, standby=standby, deadline=deadline,
+            refine_window=refine_window, mirror_writes_headers=mirror_writes_headers, stats=stats,
+        )
+    finally:
+        if standby_consumer is not None:
+            standby_consumer.close()
+
+
+def _with_timestamp_search(
+    facts: list[PartitionFacts], client, tp: TopicPartition, s_start: int, s_end: int, *,
+    active: str, standby: str, deadline: float, refine_window: int, mirror_writes_headers: bool, stats: ReadStats,
+) -> list[PartitionFacts]:
+    # The record each group searches (as translate_by_timestamp will pick it).
+    searched: dict[int, RecordFact] = {}
+    for i, f in enumerate(facts):
+        if f.committed is None or not f.active_log_start <= f.committed <= f.active_log_end:
+            continue
+        record = f.usable_record_at_or_after() or f.last_processed_record()
+        if record is not None:
+            searched[i] = record
+    if not searched:
+        return facts
+    consumer: Consumer = client()  # created only when there is something to search
+
+    # offsets_for_times: one timestamp per partition per call, so one call per distinct timestamp.
+    found: dict[int, int | None] = {}
+    for ts in sorted({r.timestamp for r in searched.values()}):
+        remaining = max(1.0, deadline - time.monotonic())
+        answer = _retry(
+            lambda: consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, ts)], timeout=remaining),
+            deadline,
+        )[0]
+        stats.offsets_for_times_calls += 1
+        stats.searched_timestamps.append(ts)
+        if answer.error is not None:
+            raise KafkaException(answer.error)
+        found[ts] = answer.offset if answer.offset >= 0 else None
+
+    end = _stable_end(consumer, tp, s_end, deadline)
+    reader = _Reader(consumer, tp.topic, tp.partition, read_from=standby, peer=active, end=end, deadline=deadline)
+
+    # Forward windows: read each uncovered search result once, continuing the previous pass when the
+    # windows touch, so overlapping windows are read once.
+    read: list[RecordFact] = []  # sorted by offset, disjoint covered ranges
+    covered: list[tuple[int, int]] = []  # [from, to): every real record in it is in ``read``
+
+    def covered_to(offset: int) -> int | None:
+        for lo, hi in covered:
+            if lo <= offset <= hi:
+                return hi
+        return None
+
+    def window_from(o: int) -> list[RecordFact]:
+        i = bisect.bisect_left([r.offset for r in read], o)
+        return read[i:i + refine_window]
+
+    starts = sorted({o for o in found.values() if o is not None and o < end})
+    for o in starts:
+        o = max(o, s_start)
+        have = window_from(o)
+        hi = covered_to(o)
+        if hi is not None and (len(have) >= refine_window or hi >= end):
+            continue
+        begin = hi if hi is not None else o
+        need = refine_window - len(have)
+        records, upto = reader.read(begin, stop=lambda rs, n=need: len(rs) >= n)
+        read = sorted({r.offset: r for r in read + records}.values(), key=lambda r: r.offset)
+        covered.append((o if hi is None else begin, upto))
+        covered = _merge(covered)
+
+    # standby_first: always (retention on the standby may have deleted the searched copy).
+    first_hi = covered_to(s_start)
+    if first_hi is not None and read and read[0].offset < first_hi:
+        first = read[0]  # the covered range starting at the log start holds the first record
+    else:
+        records, _ = reader.read(s_start, stop=lambda rs: bool(rs))
+        first = records[0] if records else None
+    # standby_last: only when some search found nothing below the standby's log end.
+    last = None
+    if any(o is None or o >= s_end for o in found.values()):
+        last = _read_last(reader, s_start, end, refine_window)
+    stats.standby_records += reader.records
+    stats.standby_passes += reader.passes
+
+    out = []
+    for i, f in enumerate(facts):
+        record = searched.get(i)
+        if record is None:
+            out.append(f)
+            continue
+        o = found[record.timestamp]
+        none = o is None or o >= s_end
+        tf = TimestampFacts(
+            searched_offset=record.offset,
+            search_offset=o,
+            standby_records=() if none else tuple(window_from(max(o, s_start))),
+            standby_last=last if none else None,
+            mirror_writes_headers=mirror_writes_headers,
+            standby_first=first,
+        )
+        out.append(_replace(f, timestamp=tf))
+    return out
+
+
+def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def _read_last(reader: _Reader, start: int, end: int, step: int) -> RecordFact | None:
+    """The last real record below ``end``: read backwards in growing steps until one is found."""
+    span = max(step, 1)
+    hi = end
+    while hi > start:
+        lo = max(start, hi - span)
+        records, _ = reader.read(lo, end=hi)
+        if records:
+            return records[-1]
+        hi, span = lo, span * 2
+    return None
+
+
+def _replace(facts: PartitionFacts, **changes) -> PartitionFacts:
+    return dataclasses.replace(facts, **changes)

@@ -1,0 +1,253 @@
+"""read_translation_facts against real brokers: the reads feed translate_partition, and every
+translated offset is checked for NO-LOSS against the real data of both clusters."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Producer, TopicPartition
+
+from offset_pipeline.devstack.records import StoredRecord, read_partition
+from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges
+from offset_pipeline.kafka_reads.partition_records import (
+    GroupPartitionInput,
+    PartitionLogs,
+    ReadStats,
+    read_translation_facts,
+)
+from offset_pipeline.translation.facts import RecordFact
+from offset_pipeline.translation.result import TranslationStatus
+from offset_pipeline.translation.shape import TopicShape
+from offset_pipeline.translation.translate import check_no_loss, translate_partition
+from .conftest import wait_for
+
+pytestmark = pytest.mark.kafka
+
+HEADER_STATUSES = {TranslationStatus.HEADER_EXACT, TranslationStatus.HEADER_ANCHOR}
+
+
+def produce(bootstrap, topic, values, timestamp=None):
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "log_level": 3})
+    for value in values:
+        kwargs = {"timestamp": timestamp} if timestamp is not None else {}
+        producer.produce(topic, value=json.dumps({"id": value}).encode(), partition=0, **kwargs)
+    assert producer.flush(30) == 0
+
+
+def ident(record: StoredRecord) -> str:
+    return json.loads(record.value)["id"]
+
+
+def conf(pair, cluster):
+    return {"bootstrap.servers": pair.bootstrap(cluster)}
+
+
+def snapshot_logs(pair, topic, partition=0) -> PartitionLogs:
+    (a,) = read_partition_ranges(pair.admin("idc1"), "idc1", [(topic, partition)])
+    (s,) = read_partition_ranges(pair.admin("idc2"), "idc2", [(topic, partition)])
+    assert a.log_end == a.last_stable and s.log_end == s.last_stable  # quiescent
+    return PartitionLogs(a.log_start, a.log_end, s.log_start, s.log_end)
+
+
+def mirrored(pair, topic, n):
+    def both_full():
+        return all(len(read_partition(pair.bootstrap(c), topic, 0)) == n for c in ("idc1", "idc2"))
+
+    wait_for(both_full, timeout=90, what=f"{topic}: {n} records on both clusters")
+    time.sleep(1)  # a record copied twice (a loop or a redelivery) would show up now
+    records = {c: read_partition(pair.bootstrap(c), topic, 0) for c in ("idc1", "idc2")}
+    for c, recs in records.items():
+        assert len(recs) == n and len({ident(r) for r in recs}) == n, c
+    return records["idc1"], records["idc2"]
+
+
+def as_fact(record: StoredRecord, read_from: str, peer: str) -> RecordFact:
+    return RecordFact.from_headers(record.offset, record.timestamp, record.headers, read_from=read_from, peer=peer)
+
+
+def check_reads_and_no_loss(facts_list, active_records, standby_records, window):
+    """The reading contract against the real log, then NO-LOSS and duplicates for every result."""
+    active_pos = {ident(r): r.offset for r in active_records}
+    expected = [as_fact(r, "idc1", "idc2") for r in active_records]
+    results = []
+    for facts in facts_list:
+        c = facts.committed
+        at = [r for r in expected if r.offset >= c]
+        below = [r for r in expected if r.offset < c]
+        assert facts.record_at_or_after == (at[0] if at else None), c
+        # The backward window is in offsets: every real record in [c - window, c).
+        assert sorted(facts.records_below, key=lambda r: r.offset) == [r for r in below if r.offset >= c - window], c
+
+        result = translate_partition(facts)
+        check_no_loss(facts, result)
+        duplicates = None
+        if result.translated:
+            t = result.standby_offset
+            lost = [r for r in standby_records if r.offset < t and active_pos[ident(r)] >= c]
+            assert not lost, f"c={c} t={t} ({result.status.value}: {result.reason}) loses {[ident(r) for r in lost]}"
+            duplicates = sum(1 for r in standby_records if r.offset >= t and active_pos[ident(r)] < c)
+        results.append((c, result, duplicates))
+    return results
+
+
+def test_two_way_topic_translations_never_lose(kafka_pair, session_mirrors, topic_name):
+    kafka_pair.create_topic(topic_name)
+    n = 0
+    for burst in range(6):
+        for cluster in ("idc1", "idc2"):
+            produce(kafka_pair.bootstrap(cluster), topic_name, [f"{cluster}-{burst}-{i}" for i in range(5)])
+            n += 5
+            time.sleep(0.3 * (burst % 3))  # let the mirrors interleave differently on each side
+    idc1, idc2 = mirrored(kafka_pair, topic_name, n)
+    logs = snapshot_logs(kafka_pair, topic_name)
+    assert logs.active_log_end > n  # the mirror's transaction markers leave gaps
+
+    window = 6
+    groups = [GroupPartitionInput(f"g{c}", c) for c in range(logs.active_log_start, logs.active_log_end + 1)]
+    facts = read_translation_facts(
+        "idc1", "idc2", conf(kafka_pair, "idc1"), conf(kafka_pair, "idc2"), topic_name, 0, logs, groups,
+        shape=TopicShape.two_way(), window=window,
+    )
+    assert [f.group_id for f in facts] == [g.group_id for g in groups]
+    results = check_reads_and_no_loss(facts, idc1, idc2, window)
+    statuses = [r.status for _, r, _ in results]
+    assert sum(s in HEADER_STATUSES for s in statuses) >= len(results) // 2, statuses
+    assert TranslationStatus.HEADER_EXACT in statuses and TranslationStatus.HEADER_ANCHOR in statuses
+    assert all(r.strategy is None or r.strategy.value == "header_anchor" for _, r, _ in results)
+    # The group that read everything is translated from the last processed record.
+    assert facts[-1].record_at_or_after is None and results[-1][1].translated
+
+
+def produce_one_way(pair, topic) -> int:
+    """Equal-timestamp batches on idc1, each in a transaction (markers), one aborted, one stamped
+    back in time. Returns the number of real records."""
+    producer = Producer(
+        {"bootstrap.servers": pair.bootstrap("idc1"), "transactional.id": f"tx-{uuid.uuid4().hex}", "log_level": 3}
+    )
+    producer.init_transactions(30)
+    base = int(time.time() * 1000) - 3_600_000
+    n = 0
+    for batch in range(10):
+        ts = base + 500 if batch == 7 else base + batch * 1000  # batch 7 goes back in time
+        producer.begin_transaction()
+        for i in range(6):
+            producer.produce(topic, value=json.dumps({"id": f"b{batch}-{i}"}).encode(), partition=0, timestamp=ts)
+        if batch == 4:
+            producer.abort_transaction(30)
+            continue
+        producer.commit_transaction(30)
+        n += 6
+    return n
+
+
+def test_one_way_topic_timestamp_search_is_exact_and_never_loses(kafka_pair, session_mirrors, topic_name):
+    kafka_pair.create_topic(topic_name)
+    n = produce_one_way(kafka_pair, topic_name)
+    idc1, idc2 = mirrored(kafka_pair, topic_name, n)
+    logs = snapshot_logs(kafka_pair, topic_name)
+
+    window = 5
+    groups = [GroupPartitionInput(f"g{c}", c) for c in range(logs.active_log_start, logs.active_log_end + 1)]
+    stats = ReadStats()
+    facts = read_translation_facts(
+        "idc1", "idc2", conf(kafka_pair, "idc1"), conf(kafka_pair, "idc2"), topic_name, 0, logs, groups,
+        shape=TopicShape.one_way("idc1"), window=window, stats=stats,
+    )
+    results = check_reads_and_no_loss(facts, idc1, idc2, window)
+    assert all(f.timestamp is not None for f in facts)
+    assert all(f.timestamp.standby_first == as_fact(idc2[0], "idc2", "idc1") for f in facts)
+    bad = [(c, r.status.value, r.reason) for c, r, _ in results if r.status is not TranslationStatus.TIMESTAMP_EXACT]
+    assert not bad, bad
+    assert all(d == 0 for _, _, d in results)
+    assert any(r.timestamp_inversion for _, r, _ in results)  # batch 7 went back in time
+    assert stats.active_consumers == 1 and stats.standby_consumers == 1
+    assert stats.offsets_for_times_calls == len(set(stats.searched_timestamps)) == 9  # one per batch timestamp
+
+
+def test_many_groups_read_the_partition_once_and_match_per_group_reads(kafka_pair, session_mirrors, topic_name):
+    kafka_pair.create_topic(topic_name)
+    n = produce_one_way(kafka_pair, topic_name)
+    mirrored(kafka_pair, topic_name, n)
+    logs = snapshot_logs(kafka_pair, topic_name)
+    span = logs.active_log_end - logs.active_log_start
+    groups = [
+        GroupPartitionInput(f"group-{i}", logs.active_log_start + span * i // 19, standby_committed=i)
+        for i in range(20)
+    ]
+    groups.append(GroupPartitionInput("no-commit", None))
+    args = ("idc1", "idc2", conf(kafka_pair, "idc1"), conf(kafka_pair, "idc2"), topic_name, 0, logs)
+    options = dict(shape=TopicShape.one_way("idc1"), window=4, refine_window=7)
+
+    stats = ReadStats()
+    together = read_translation_facts(*args, groups, stats=stats, **options)
+    assert stats.active_consumers == 1 and stats.standby_consumers == 1
+    assert stats.active_records <= n  # one contiguous pass, no record read twice
+    alone = [read_translation_facts(*args, [g], **options)[0] for g in groups]
+    assert together == alone
+    results = [translate_partition(f) for f in together]
+    # A refine window of 7 cannot reach the copy of the batch stamped back in time: not always exact.
+    assert all(r.translated for r in results[:-1]), [r.reason for r in results]
+    assert sum(r.status is TranslationStatus.TIMESTAMP_EXACT for r in results) >= 15
+    for f, r in zip(together, results):
+        check_no_loss(f, r)
+    assert results[-1].status is TranslationStatus.NO_COMMITTED_OFFSET
+
+
+def test_edges_missing_topic_empty_partition_and_committed_outside_the_log(kafka_pair, session_mirrors, topic_name):
+    # Not a "t." topic: the session mirrors leave it alone, so it exists on idc1 only.
+    lonely = f"x.lonely.{uuid.uuid4().hex[:6]}"
+    kafka_pair.create_topic(lonely, on=("idc1",))
+    produce(kafka_pair.bootstrap("idc1"), lonely, [f"r{i}" for i in range(10)])
+    wait_for(lambda: len(read_partition(kafka_pair.bootstrap("idc1"), lonely, 0)) == 10, what="lonely records")
+    admin = kafka_pair.admin("idc1")
+    for future in admin.delete_records([TopicPartition(lonely, 0, 4)]).values():
+        future.result(timeout=30)
+    (a,) = read_partition_ranges(admin, "idc1", [(lonely, 0)])
+    assert (a.log_start, a.log_end) == (4, 10)
+    logs = PartitionLogs(a.log_start, a.log_end, None, None)
+    groups = [GroupPartitionInput("below", 2), GroupPartitionInput("at-start", 4), GroupPartitionInput("beyond", 11)]
+    facts = read_translation_facts(
+        "idc1", "idc2", conf(kafka_pair, "idc1"), conf(kafka_pair, "idc2"), lonely, 0, logs, groups,
+        shape=TopicShape.one_way("idc1"),
+    )
+    assert all(not f.standby_topic_exists for f in facts)
+    assert facts[0].record_at_or_after is None and facts[1].record_at_or_after.offset == 4
+    assert facts[1].records_below == ()  # nothing below the log start
+    assert {translate_partition(f).status for f in facts} == {TranslationStatus.TOPIC_MISSING_ON_STANDBY}
+
+    # The same partition as if it existed on the standby (empty there): c outside the log is refused.
+    logs = PartitionLogs(a.log_start, a.log_end, 0, 0)
+    statuses = [
+        translate_partition(f).status
+        for f in read_translation_facts(
+            "idc1", "idc2", conf(kafka_pair, "idc1"), conf(kafka_pair, "idc2"), lonely, 0, logs, groups,
+            shape=TopicShape.two_way(),
+        )
+    ]
+    assert statuses[0] is TranslationStatus.COMMITTED_BELOW_LOG_START
+    assert statuses[2] is TranslationStatus.COMMITTED_BEYOND_LOG_END
+
+    # A partition the standby does not have: a partition count mismatch.
+    wide = f"x.wide.{uuid.uuid4().hex[:6]}"
+    kafka_pair.create_topic(wide, partitions=2, on=("idc1",))
+    kafka_pair.create_topic(wide, partitions=1, on=("idc2",))
+    (facts,) = read_translation_facts(
+        "idc1", "idc2", conf(kafka_pair, "idc1"), conf(kafka_pair, "idc2"), wide, 1,
+        PartitionLogs(0, 0, None, None), [GroupPartitionInput("g", 0)], shape=TopicShape.two_way(),
+    )
+    assert facts.standby_topic_exists and (facts.active_partition_count, facts.standby_partition_count) == (2, 1)
+    assert translate_partition(facts).status is TranslationStatus.PARTITION_COUNT_MISMATCH
+
+    # An empty, mirrored partition: nothing to read, nothing to anchor; no crash, no consumer needed.
+    kafka_pair.create_topic(topic_name)
+    stats = ReadStats()
+    (facts,) = read_translation_facts(
+        "idc1", "idc2", conf(kafka_pair, "idc1"), conf(kafka_pair, "idc2"), topic_name, 0,
+        PartitionLogs(0, 0, 0, 0), [GroupPartitionInput("g", 0)], shape=TopicShape.one_way("idc1"), stats=stats,
+    )
+    assert facts.record_at_or_after is None and facts.records_below == ()
+    assert stats.active_consumers == 0
+    assert not translate_partition(facts).translated
