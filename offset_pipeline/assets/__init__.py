@@ -1,5 +1,6 @@
 """The sync cycle's assets (monitoring and audit assets come with later issues)."""
 
 from offset_pipeline.assets.snapshot import offset_snapshot
+from offset_pipeline.assets.translation import offset_translations
 
-all_assets: list = [offset_snapshot]
+all_assets: list = [offset_snapshot, offset_translations]

@@ -1,0 +1,145 @@
+"""``offset_translations``: each cycle, the standby offset of every synced group-partition.
+
+Reads this run's ``offset_snapshot`` rows from ClickHouse, decides each group's direction (members,
+DESIGN.md §1/§5; a group with members on both clusters is a split brain and is not translated),
+translates on Spark grouped by topic-partition (each Kafka partition read once per cycle however
+many groups read it), and appends the results to ``offset_translations`` and the anchors to keep to
+``offset_anchors``. Every decision is logged in one line (``decision_log_line``).
+"""
+
+import time
+from collections import Counter
+
+import dagster as dg
+
+from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
+from offset_pipeline.resources.spark import SparkResource
+from offset_pipeline.spark_translation import RESULT_COLUMNS, result_row, translate_groups, work_dataframe
+from offset_pipeline.storage import snapshots, translations
+from offset_pipeline.translation import GroupSideFacts, decide_direction
+
+
+class TranslationConfig(dg.Config):
+    topic_shapes: dict[str, str] = {}  # topic -> "two_way" | "one_way:<cluster>"; others: unknown (headers only)
+    window: int = 50
+    refine_window: int = 200
+    kafka_timeout_s: float = 10.0
+
+
+_SNAPSHOT_QUERY = (
+    "SELECT cluster, group_id, member_count, topic, partition, committed_offset, topic_present, "
+    f"log_start, log_end FROM {snapshots.TABLE} WHERE snapshot_id = {{sid:String}}"
+)
+
+
+def build_work(snapshot_rows, shapes: dict, anchors: dict, clusters: tuple):
+    """Snapshot rows -> (work rows for Spark, undecided results as (group, topic, partition, decision))."""
+    by_group: dict = {}
+    for cluster, group_id, members, topic, partition, committed, present, log_start, log_end in snapshot_rows:
+        entry = by_group.setdefault(group_id, {"members": Counter(), "parts": {}})
+        entry["members"][cluster] = max(entry["members"][cluster], int(members))
+        entry["parts"].setdefault((topic, int(partition)), {})[cluster] = {
+            "committed": committed, "present": bool(present), "log_start": log_start, "log_end": log_end,
+        }
+    work, undecided = [], []
+    first, second = clusters
+    for group_id, entry in sorted(by_group.items()):
+        sides = []
+        for cluster in clusters:
+            committed_now = {
+                tp: side[cluster]["committed"]
+                for tp, side in entry["parts"].items()
+                if cluster in side and side[cluster]["committed"] is not None
+            }
+            sides.append(GroupSideFacts(cluster, members=entry["members"][cluster], committed_now=committed_now))
+        decision = decide_direction(group_id, sides[0], sides[1])
+        for (topic, partition), side in sorted(entry["parts"].items()):
+            if not decision.decided:
+                undecided.append(decision.result_for(topic, partition))
+                continue
+            active, standby = decision.active, decision.standby
+            a, s = side.get(active, {}), side.get(standby, {})
+            anchor = anchors.get((group_id, topic, partition, active, standby))
+            work.append({
+                "group_id": group_id, "topic": topic, "partition": partition, "active": active, "standby": standby,
+                "committed": a.get("committed"), "standby_committed": s.get("committed"),
+                "active_log_start": a.get("log_start") if a.get("present") else None,
+                "active_log_end": a.get("log_end") if a.get("present") else None,
+                "standby_log_start": s.get("log_start") if s.get("present") else None,
+                "standby_log_end": s.get("log_end") if s.get("present") else None,
+                "anchor_active_offset": anchor.active_offset if anchor else None,
+                "anchor_standby_offset": anchor.standby_offset if anchor else None,
+                "shape": shapes.get(topic, ""),
+            })
+    return work, undecided
+
+
+@dg.asset(group_name="offset_sync", deps=["offset_snapshot"], kinds={"spark", "kafka", "clickhouse"})
+def offset_translations(
+    context: dg.AssetExecutionContext,
+    config: TranslationConfig,
+    idc1: KafkaClusterResource,
+    idc2: KafkaClusterResource,
+    clickhouse: ClickHouseResource,
+    spark: SparkResource,
+) -> dg.MaterializeResult:
+    """Standby offsets (or a named status) for every group-partition of this cycle's snapshot."""
+    started = time.monotonic()
+    snapshot_id = context.run.run_id
+    cycle_time_ms = int(time.time() * 1000)
+    client = clickhouse.get_client()
+    snapshots.ensure_table(client)
+    translations.ensure_tables(client)
+    snapshot_rows = client.query(_SNAPSHOT_QUERY, parameters={"sid": snapshot_id}).result_rows
+    anchors = translations.latest_anchors(client)
+    clusters = (idc1.cluster_name, idc2.cluster_name)
+    work, undecided = build_work(snapshot_rows, dict(config.topic_shapes), anchors, clusters)
+
+    rows = [result_row(r, snapshot_id, cycle_time_ms) for r in undecided]
+    spark_s = 0.0
+    if work:
+        spark_started = time.monotonic()
+        session = spark.spark_session
+        confs = {r.cluster_name: r.client_config() for r in (idc1, idc2)}
+        out = translate_groups(
+            session, work_dataframe(session, work), confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
+            window=config.window, refine_window=config.refine_window, timeout_s=config.kafka_timeout_s,
+        )
+        rows += [{c: row[c] for c in RESULT_COLUMNS} for row in (r.asDict() for r in out.collect())]
+        spark_s = time.monotonic() - spark_started
+
+    for row in rows:
+        context.log.info(row["decision"])
+    written = translations.insert_translations(client, rows)
+    kept = [
+        {
+            "group_id": r["group_id"], "topic": r["topic"], "partition": r["partition"], "active": r["active"],
+            "standby": r["standby"], "active_offset": r["keep_active_offset"],
+            "standby_offset": r["keep_standby_offset"], "snapshot_id": snapshot_id, "kept_at": cycle_time_ms,
+        }
+        for r in rows
+        if r["active"] and r["standby"]
+        # store a change only: a new anchor, or the drop of one that was kept
+        and (r["keep_active_offset"], r["keep_standby_offset"]) != _kept(anchors, r)
+    ]
+    anchors_written = translations.insert_anchors(client, kept)
+
+    statuses = Counter(r["status"] for r in rows)
+    strategies = Counter(r["strategy"] for r in rows)
+    return dg.MaterializeResult(
+        metadata={
+            "snapshot_id": snapshot_id,
+            "group_partitions": written,
+            "translated": sum(1 for r in rows if r["standby_offset"] is not None),
+            **{f"status_{k}": v for k, v in sorted(statuses.items())},
+            **{f"strategy_{k}": v for k, v in sorted(strategies.items())},
+            "anchors_written": anchors_written,
+            "spark_seconds": round(spark_s, 3),
+            "total_seconds": round(time.monotonic() - started, 3),
+        }
+    )
+
+
+def _kept(anchors: dict, row: dict):
+    anchor = anchors.get((row["group_id"], row["topic"], row["partition"], row["active"], row["standby"]))
+    return (anchor.active_offset, anchor.standby_offset) if anchor else (None, None)

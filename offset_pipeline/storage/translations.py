@@ -1,0 +1,130 @@
+"""The ``offset_translations`` and ``offset_anchors`` tables.
+
+``offset_translations``: append-only, one row per group-partition and sync cycle (translated or
+not), keyed by the cycle's ``snapshot_id``. ``offset_anchors``: the standby-origin anchor each
+group-partition keeps for the next cycle (DESIGN.md §4.1); rows are appended and the newest row per
+key wins (``argMax`` by ``kept_at``). A row with NULL offsets records that the anchor was dropped.
+
+Inserts go through clickhouse-connect's column binding, never through SQL text: group ids may hold
+any character.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from offset_pipeline.translation.result import Anchor
+
+TRANSLATIONS_TABLE = "offset_translations"
+ANCHORS_TABLE = "offset_anchors"
+
+TRANSLATIONS_DDL = f"""
+CREATE TABLE IF NOT EXISTS {TRANSLATIONS_TABLE}
+(
+    snapshot_id           String,
+    cycle_time            DateTime64(3, 'UTC'),
+    group_id              String,
+    topic                 String,
+    partition             UInt32,
+    active                LowCardinality(String),
+    standby               LowCardinality(String),
+    committed             Nullable(Int64),
+    standby_committed     Nullable(Int64),
+    strategy              LowCardinality(String),
+    standby_offset        Nullable(Int64),
+    status                LowCardinality(String),
+    reason                String,
+    expected_duplicates   Nullable(Int64),
+    timestamp_inversion   Bool,
+    anchor_active_offset  Nullable(Int64),
+    anchor_standby_offset Nullable(Int64)
+)
+ENGINE = MergeTree
+ORDER BY (group_id, topic, partition, cycle_time)
+"""
+
+ANCHORS_DDL = f"""
+CREATE TABLE IF NOT EXISTS {ANCHORS_TABLE}
+(
+    group_id       String,
+    topic          String,
+    partition      UInt32,
+    active         LowCardinality(String),
+    standby        LowCardinality(String),
+    active_offset  Nullable(Int64),
+    standby_offset Nullable(Int64),
+    snapshot_id    String,
+    kept_at        DateTime64(3, 'UTC')
+)
+ENGINE = MergeTree
+ORDER BY (group_id, topic, partition, active, standby, kept_at)
+"""
+
+#: Column order of a translation row (also the Spark output schema's order).
+TRANSLATION_COLUMNS = [
+    "snapshot_id", "cycle_time", "group_id", "topic", "partition", "active", "standby", "committed",
+    "standby_committed", "strategy", "standby_offset", "status", "reason", "expected_duplicates",
+    "timestamp_inversion", "anchor_active_offset", "anchor_standby_offset",
+]
+ANCHOR_COLUMNS = [
+    "group_id", "topic", "partition", "active", "standby", "active_offset", "standby_offset", "snapshot_id", "kept_at",
+]
+
+AnchorKey = tuple[str, str, int, str, str]  # group, topic, partition, active, standby
+
+
+def ensure_tables(client) -> None:
+    client.command(TRANSLATIONS_DDL)
+    client.command(ANCHORS_DDL)
+
+
+def _utc(value) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return datetime.fromtimestamp(int(value) / 1000.0, tz=timezone.utc)  # epoch milliseconds
+
+
+def insert_translations(client, rows: list[dict]) -> int:
+    """``rows``: dicts with every name of :data:`TRANSLATION_COLUMNS` (``cycle_time`` as a datetime
+    or epoch milliseconds)."""
+    if not rows:
+        return 0
+    data = []
+    for row in rows:
+        values = [row[c] for c in TRANSLATION_COLUMNS]
+        values[1] = _utc(values[1])
+        data.append(values)
+    client.insert(TRANSLATIONS_TABLE, data, column_names=TRANSLATION_COLUMNS)
+    return len(data)
+
+
+def insert_anchors(client, rows: list[dict]) -> int:
+    """``rows``: dicts with every name of :data:`ANCHOR_COLUMNS`; ``active_offset``/``standby_offset``
+    None records a dropped anchor."""
+    if not rows:
+        return 0
+    data = []
+    for row in rows:
+        values = [row[c] for c in ANCHOR_COLUMNS]
+        values[-1] = _utc(values[-1])
+        data.append(values)
+    client.insert(ANCHORS_TABLE, data, column_names=ANCHOR_COLUMNS)
+    return len(data)
+
+
+def latest_anchors(client) -> dict[AnchorKey, Anchor]:
+    """The anchor each (group, topic, partition, active, standby) keeps now: its newest row, unless
+    that row dropped it."""
+    result = client.query(
+        f"SELECT group_id, topic, partition, active, standby, "
+        # A tuple, not the Nullable columns: aggregates skip NULL arguments, which would resurrect a
+        # dropped anchor.
+        f"argMax(tuple(active_offset, standby_offset), kept_at) "
+        f"FROM {ANCHORS_TABLE} GROUP BY group_id, topic, partition, active, standby"
+    )
+    out: dict[AnchorKey, Anchor] = {}
+    for group_id, topic, partition, active, standby, (a, s) in result.result_rows:
+        if a is None or s is None:
+            continue
+        out[(group_id, topic, int(partition), active, standby)] = Anchor(active, standby, int(a), int(s))
+    return out

@@ -1,0 +1,175 @@
+"""offset_snapshot + offset_translations against real clusters, real mirrors, chdb and local Spark."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import dagster as dg
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from offset_pipeline.assets.snapshot import offset_snapshot
+from offset_pipeline.assets.translation import offset_translations
+from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
+from offset_pipeline.spark_translation import translate_partition_rows
+from offset_pipeline.storage.translations import ensure_tables, insert_anchors, latest_anchors
+from offset_pipeline.translation import Anchor, TranslationStatus, parse_decision_log_line
+from tests.conftest import wait_for
+
+pytestmark = pytest.mark.kafka
+
+PARTITIONS = 2
+
+
+def read_values(bootstrap: str, topic: str, partition: int, end: int) -> dict[int, bytes]:
+    """offset -> value of every record below ``end``."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False, "log_level": 3})
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    out: dict[int, bytes] = {}
+    try:
+        def done():
+            for msg in consumer.consume(500, timeout=0.5):
+                if not msg.error():
+                    out[msg.offset()] = msg.value()
+            return not out or max(out) >= end - 1
+        wait_for(done, timeout=30, what=f"reading {topic}[{partition}] to {end}")
+    finally:
+        consumer.close()
+    return out
+
+
+def log_end(bootstrap: str, topic: str, partition: int) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "x", "log_level": 3})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)[1]
+    finally:
+        consumer.close()
+
+
+def test_translations_for_a_two_way_topic_satisfy_no_loss(kafka_pair, session_mirrors, chdb_dsn, topic_name):
+    topic = kafka_pair.create_topic(topic_name, partitions=PARTITIONS)
+    b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    producers = {"idc1": Producer({"bootstrap.servers": b1, "log_level": 3}),
+                 "idc2": Producer({"bootstrap.servers": b2, "log_level": 3})}
+    produced = 0
+    for round_ in range(4):  # interleave so each side's log holds copies of the other's records
+        for cluster, producer in producers.items():
+            for p in range(PARTITIONS):
+                for i in range(5):
+                    producer.produce(topic, value=f"{cluster}-{round_}-{p}-{i}".encode(), partition=p)
+                    produced += 1
+            producer.flush(30)
+    per_partition = produced // PARTITIONS
+    for bootstrap in (b1, b2):
+        for p in range(PARTITIONS):
+            wait_for(lambda: log_end(bootstrap, topic, p) >= per_partition, timeout=60, what=f"mirrored {topic}[{p}]")
+
+    # The group is a member on idc1 (its active cluster) for the whole materialization.
+    group = f"translate-{uuid.uuid4().hex[:8]} \"quoted\" ü"
+    idc1_values = {p: read_values(b1, topic, p, per_partition) for p in range(PARTITIONS)}
+    committed = {p: per_partition - 7 for p in range(PARTITIONS)}
+    member = Consumer({"bootstrap.servers": b1, "group.id": group, "enable.auto.commit": False,
+                       "auto.offset.reset": "latest", "log_level": 3, "session.timeout.ms": 30000})
+    assigned = threading.Event()
+    member.subscribe([topic], on_assign=lambda c, parts: assigned.set())
+    stop = threading.Event()
+    wait_for(lambda: member.poll(0.2) is None and assigned.is_set(), timeout=30, what="group assignment on idc1")
+    member.commit(offsets=[TopicPartition(topic, p, c) for p, c in committed.items()], asynchronous=False)
+
+    def keep_polling():
+        while not stop.is_set():
+            member.poll(0.2)
+
+    poller = threading.Thread(target=keep_polling, daemon=True)
+    poller.start()
+    try:
+        result = dg.materialize(
+            [offset_snapshot, offset_translations],
+            resources={
+                "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=b1),
+                "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=b2),
+                "clickhouse": ClickHouseResource(dsn=chdb_dsn),
+                "spark": SparkResource(),
+            },
+            run_config={"ops": {
+                "offset_snapshot": {"config": {"group_include": "^translate-" + group.split(" ")[0][len("translate-"):]}},
+                "offset_translations": {"config": {"topic_shapes": {topic: "two_way"}}},
+            }},
+        )
+    finally:
+        stop.set()
+        poller.join(timeout=10)
+        member.close()
+    assert result.success
+    metadata = result.asset_materializations_for_node("offset_translations")[0].metadata
+    assert metadata["group_partitions"].value == PARTITIONS
+    assert metadata["translated"].value == PARTITIONS
+
+    client = ClickHouseResource(dsn=chdb_dsn).get_client()
+    rows = client.query(
+        "SELECT partition, active, standby, committed, standby_offset, status, strategy, "
+        "anchor_active_offset, anchor_standby_offset FROM offset_translations "
+        "WHERE group_id = {g:String} AND snapshot_id = {s:String} ORDER BY partition",
+        parameters={"g": group, "s": result.run_id},
+    ).result_rows
+    assert [r[0] for r in rows] == list(range(PARTITIONS))
+    anchors = latest_anchors(client)
+    for p, active, standby, c, t, status, strategy, anchor_a, anchor_s in rows:
+        assert (active, standby, c) == ("idc1", "idc2", committed[p])
+        assert TranslationStatus(status).translated, (p, status)
+        assert strategy == "header_anchor"
+        assert t is not None and 0 <= t <= per_partition
+        # NO-LOSS against the real data: every idc2 record below t is a copy of an idc1 record
+        # below c (records are identified by their unique values).
+        idc1_offset = {v: o for o, v in idc1_values[p].items()}
+        idc2_values = read_values(b2, topic, p, per_partition)
+        below_t = [idc2_values[o] for o in range(t)]
+        assert all(idc1_offset[v] < c for v in below_t), (p, c, t)
+        # Not trivially safe: the translation is close to c (a header anchor within the window).
+        assert t > 0
+        # The anchor used is a real standby-origin copy: idc1's record at a is idc2's record at s.
+        assert idc1_values[p][anchor_a] == idc2_values[anchor_s]
+        kept = anchors[(group, topic, p, "idc1", "idc2")]
+        assert idc1_values[p][kept.active_offset] == idc2_values[kept.standby_offset]
+        assert kept.active_offset <= c
+
+    assert metadata["status_header_exact"].value + metadata.get("status_header_anchor", dg.MetadataValue.int(0)).value \
+        + metadata.get("status_kept_anchor", dg.MetadataValue.int(0)).value == PARTITIONS
+    assert metadata["anchors_written"].value == PARTITIONS
+
+
+def test_unreachable_cluster_gives_cluster_unavailable_rows_not_a_failure(free_port_conf):
+    rows = [{
+        "group_id": g, "topic": "t.x", "partition": 0, "active": "idc1", "standby": "idc2", "committed": 5,
+        "standby_committed": None, "active_log_start": 0, "active_log_end": 10, "standby_log_start": 0,
+        "standby_log_end": 10, "anchor_active_offset": None, "anchor_standby_offset": None, "shape": "two_way",
+    } for g in ("a", "b")]
+    out = translate_partition_rows(
+        rows, {"idc1": free_port_conf, "idc2": free_port_conf}, snapshot_id="s", cycle_time_ms=0, timeout_s=1.0,
+    )
+    assert [(r["group_id"], r["status"], r["standby_offset"]) for r in out] == [
+        ("a", "cluster_unavailable", None), ("b", "cluster_unavailable", None),
+    ]
+    assert parse_decision_log_line(out[0]["decision"])["status"] == "cluster_unavailable"
+
+
+def test_latest_anchors_newest_row_wins_and_a_drop_forgets(chdb_dsn):
+    client = ClickHouseResource(dsn=chdb_dsn).get_client()
+    ensure_tables(client)
+    key = {"group_id": "g 'q'", "topic": "t", "partition": 0, "active": "idc1", "standby": "idc2", "snapshot_id": "s"}
+    insert_anchors(client, [
+        {**key, "active_offset": 3, "standby_offset": 1, "kept_at": 1000},
+        {**key, "active_offset": 9, "standby_offset": 4, "kept_at": 2000},
+        {**key, "partition": 1, "active_offset": 9, "standby_offset": 4, "kept_at": 1000},
+        {**key, "partition": 1, "active_offset": None, "standby_offset": None, "kept_at": 2000},
+    ])
+    assert latest_anchors(client) == {("g 'q'", "t", 0, "idc1", "idc2"): Anchor("idc1", "idc2", 9, 4)}
+
+
+@pytest.fixture
+def free_port_conf():
+    from tests.conftest import free_port
+
+    return {"bootstrap.servers": f"127.0.0.1:{free_port()}", "socket.connection.setup.timeout.ms": 1000}
