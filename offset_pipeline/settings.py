@@ -99,3 +99,27 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
             connect_url=_get(env, "OFFSET_PIPELINE_SPARK_CONNECT_URL"),
         ),
     )
+
+
+def topic_shapes(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``OFFSET_PIPELINE_TOPIC_SHAPES="orders=two_way,shipments=one_way:idc1"`` -> topic -> shape.
+
+    Topics not listed are of unknown shape and get header anchors only (the safe default). Each
+    shape is checked here, so a typo fails at load time with the entry named, not mid-cycle.
+    """
+    from offset_pipeline.translation.shape import parse_shape
+
+    text = _get(os.environ if env is None else env, "OFFSET_PIPELINE_TOPIC_SHAPES")
+    shapes: dict[str, str] = {}
+    for entry in (text or "").split(","):
+        if not entry.strip():
+            continue
+        topic, sep, shape = entry.strip().rpartition("=")
+        if not sep or not topic:
+            raise ValueError(f"OFFSET_PIPELINE_TOPIC_SHAPES entry {entry!r}: expected TOPIC=SHAPE")
+        try:
+            parse_shape(shape)
+        except ValueError as exc:
+            raise ValueError(f"OFFSET_PIPELINE_TOPIC_SHAPES entry {entry!r}: {exc}") from None
+        shapes[topic] = shape.strip()
+    return shapes

@@ -11,16 +11,20 @@ import time
 from collections import Counter
 
 import dagster as dg
+from pydantic import Field
 
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.spark import SparkResource
 from offset_pipeline.spark_translation import RESULT_COLUMNS, result_row, translate_groups, work_dataframe
+from offset_pipeline.settings import topic_shapes
 from offset_pipeline.storage import snapshots, translations
 from offset_pipeline.translation import GroupSideFacts, decide_direction
 
 
 class TranslationConfig(dg.Config):
-    topic_shapes: dict[str, str] = {}  # topic -> "two_way" | "one_way:<cluster>"; others: unknown (headers only)
+    # topic -> "two_way" | "one_way:<producing cluster>"; unlisted topics are unknown (header
+    # anchors only). Default from OFFSET_PIPELINE_TOPIC_SHAPES, which bin/up sets for its topics.
+    topic_shapes: dict[str, str] = Field(default_factory=topic_shapes)
     window: int = 50
     refine_window: int = 200
     kafka_timeout_s: float = 10.0

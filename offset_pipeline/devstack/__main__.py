@@ -8,7 +8,7 @@ import sys
 from offset_pipeline.devstack.errors import DevStackError
 from offset_pipeline.devstack.jars import fetch_jars
 from offset_pipeline.devstack.paths import jars_dir
-from offset_pipeline.devstack.stack import DevStack, StackSettings
+from offset_pipeline.devstack.stack import DevStack, StackSettings, plan_topic_shapes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("down", help="stop everything the stack started")
     sub.add_parser("status", help="show what runs")
     sub.add_parser("clean", help="stop everything and delete cluster data and logs (keeps the jar cache)")
+    sub.add_parser("shapes", help="print OFFSET_PIPELINE_TOPIC_SHAPES for the traffic plan's topics")
     args = parser.parse_args(argv)
 
     settings = StackSettings.from_env()
@@ -41,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(stack.status_lines()))
         elif args.command == "clean":
             stack.clean()
+        elif args.command == "shapes":
+            print(plan_topic_shapes())
     except DevStackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

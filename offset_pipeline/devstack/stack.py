@@ -34,6 +34,17 @@ class StackSettings:
         )
 
 
+def plan_topic_shapes(prefix: str = "") -> str:
+    """The traffic plan's topic shapes, as ``OFFSET_PIPELINE_TOPIC_SHAPES`` wants them: the stack
+    knows which cluster produces each topic, so the sync need not guess."""
+    from offset_pipeline.devstack.traffic import default_plan
+
+    return ",".join(
+        f"{t.name}=" + ("two_way" if len(t.producers_on) > 1 else f"one_way:{t.producers_on[0]}")
+        for t in default_plan(prefix)
+    )
+
+
 class DevStack:
     def __init__(self, settings: StackSettings):
         self.settings = settings
