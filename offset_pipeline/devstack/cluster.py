@@ -122,7 +122,7 @@ def _port_in_use(port: int) -> bool:
     return False
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -268,7 +268,7 @@ class KafkaCluster:
             proc = getattr(self, "_proc", None)
             if proc is not None:
                 proc.poll()  # reap our own child so a dead broker is seen as dead
-            if pid is None or not _pid_alive(pid):
+            if pid is None or not pid_alive(pid):
                 raise BrokerStartError(
                     f"{self.spec.name}: the broker process exited during start-up. "
                     f"Last lines of {self.log_path}:\n{self.log_tail()}"
@@ -286,13 +286,13 @@ class KafkaCluster:
     def stop(self, timeout: float = 30.0) -> bool:
         """Stop the broker (SIGTERM, then SIGKILL after ``timeout``). Returns whether one ran."""
         pid = self.pid()
-        if pid is None or not _pid_alive(pid):
+        if pid is None or not pid_alive(pid):
             self.pid_path.unlink(missing_ok=True)
             return False
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         proc = getattr(self, "_proc", None)
-        while _pid_alive(pid):
+        while pid_alive(pid):
             if proc is not None:
                 proc.poll()
             if time.monotonic() > deadline:
@@ -306,7 +306,7 @@ class KafkaCluster:
 
     def status(self) -> ClusterStatus:
         pid = self.pid()
-        running = pid is not None and _pid_alive(pid)
+        running = pid is not None and pid_alive(pid)
         ready = running and self._metadata_ok(request_timeout=1.0)
         return ClusterStatus(
             name=self.spec.name,

@@ -90,6 +90,13 @@ class MirrorStats:
     mismatched_topics: list[str] = field(default_factory=list)
 
 
+def is_fatal(exc: KafkaException) -> bool:
+    """A fatal client error (fenced by a newer instance, broken producer): the mirror must stop.
+    Anything else leaves the transaction abortable and the batch safe to retry."""
+    error = exc.args[0] if exc.args else None
+    return not isinstance(error, KafkaError) or error.fatal()
+
+
 def copy_headers(headers, source_name: str, source_offset: int) -> list[tuple[str, bytes]]:
     """Headers of the copy: the record's own, with the origin headers set to its real origin."""
     kept = [
@@ -276,9 +283,8 @@ class DataMirror:
             )
             self._producer.commit_transaction(60)
         except KafkaException as exc:
-            error = exc.args[0] if exc.args else None
-            if error is not None and getattr(error, "fatal", lambda: False)():
-                raise  # fenced by a newer instance, or broken producer: stop
+            if is_fatal(exc):
+                raise
             log.warning("mirror %s: aborting a transaction: %s", self.config.group_id, exc)
             self._producer.abort_transaction(60)
             self.stats.aborted_transactions += 1
@@ -299,8 +305,7 @@ class DataMirror:
                 try:
                     self.step()
                 except KafkaException as exc:
-                    error = exc.args[0] if exc.args else None
-                    if error is None or not hasattr(error, "retriable") or error.fatal():
+                    if is_fatal(exc):
                         raise
                     # e.g. COORDINATOR_LOAD_IN_PROGRESS on a fresh cluster: nothing was
                     # committed, so waiting and trying again loses nothing.

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from offset_pipeline.devstack.cluster import _pid_alive
+from offset_pipeline.devstack.cluster import pid_alive
 from offset_pipeline.devstack.errors import DevStackError
 
 
@@ -36,7 +36,7 @@ class ManagedProcess:
             pid = int(self.pid_path.read_text().strip())
         except (FileNotFoundError, ValueError):
             return None
-        return pid if _pid_alive(pid) else None
+        return pid if pid_alive(pid) else None
 
     def start(self, settle_s: float = 1.5) -> int:
         """Start unless running; fail with the log tail if it exits right away."""
@@ -68,7 +68,7 @@ class ManagedProcess:
             return False
         os.killpg(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while _pid_alive(pid):
+        while pid_alive(pid):
             if time.monotonic() > deadline:
                 os.killpg(pid, signal.SIGKILL)
                 break
