@@ -1,7 +1,9 @@
 """``offset_translations``: each cycle, the standby offset of every synced group-partition.
 
 Reads this run's ``offset_snapshot`` rows from ClickHouse, decides each group's direction (members,
-DESIGN.md §1/§5; a group with members on both clusters is a split brain and is not translated),
+then the group's own offset movement since the previous snapshot, then its previous direction:
+``offset_pipeline/sync_work.py``; a group with members on both clusters is a split brain and is not
+translated),
 translates on Spark grouped by topic-partition (each Kafka partition read once per cycle however
 many groups read it), and appends the results to ``offset_translations`` and the anchors to keep to
 ``offset_anchors``. Every decision is logged in one line (``decision_log_line``).
@@ -18,7 +20,9 @@ from offset_pipeline.resources.spark import SparkResource
 from offset_pipeline.spark_translation import RESULT_COLUMNS, result_row, translate_groups, work_dataframe
 from offset_pipeline.settings import topic_shapes
 from offset_pipeline.storage import snapshots, translations
-from offset_pipeline.translation import GroupSideFacts, decide_direction
+from offset_pipeline.storage.history import direction_history
+from offset_pipeline.sync_work import SNAPSHOT_COLUMNS, build_work
+from offset_pipeline.translation.translate import quote_log_text
 
 
 class TranslationConfig(dg.Config):
@@ -31,51 +35,8 @@ class TranslationConfig(dg.Config):
 
 
 _SNAPSHOT_QUERY = (
-    "SELECT cluster, group_id, member_count, topic, partition, committed_offset, topic_present, "
-    f"log_start, log_end FROM {snapshots.TABLE} WHERE snapshot_id = {{sid:String}}"
+    f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM {snapshots.TABLE} WHERE snapshot_id = {{sid:String}}"
 )
-
-
-def build_work(snapshot_rows, shapes: dict, anchors: dict, clusters: tuple):
-    """Snapshot rows -> (work rows for Spark, undecided results as (group, topic, partition, decision))."""
-    by_group: dict = {}
-    for cluster, group_id, members, topic, partition, committed, present, log_start, log_end in snapshot_rows:
-        entry = by_group.setdefault(group_id, {"members": Counter(), "parts": {}})
-        entry["members"][cluster] = max(entry["members"][cluster], int(members))
-        entry["parts"].setdefault((topic, int(partition)), {})[cluster] = {
-            "committed": committed, "present": bool(present), "log_start": log_start, "log_end": log_end,
-        }
-    work, undecided = [], []
-    first, second = clusters
-    for group_id, entry in sorted(by_group.items()):
-        sides = []
-        for cluster in clusters:
-            committed_now = {
-                tp: side[cluster]["committed"]
-                for tp, side in entry["parts"].items()
-                if cluster in side and side[cluster]["committed"] is not None
-            }
-            sides.append(GroupSideFacts(cluster, members=entry["members"][cluster], committed_now=committed_now))
-        decision = decide_direction(group_id, sides[0], sides[1])
-        for (topic, partition), side in sorted(entry["parts"].items()):
-            if not decision.decided:
-                undecided.append(decision.result_for(topic, partition))
-                continue
-            active, standby = decision.active, decision.standby
-            a, s = side.get(active, {}), side.get(standby, {})
-            anchor = anchors.get((group_id, topic, partition, active, standby))
-            work.append({
-                "group_id": group_id, "topic": topic, "partition": partition, "active": active, "standby": standby,
-                "committed": a.get("committed"), "standby_committed": s.get("committed"),
-                "active_log_start": a.get("log_start") if a.get("present") else None,
-                "active_log_end": a.get("log_end") if a.get("present") else None,
-                "standby_log_start": s.get("log_start") if s.get("present") else None,
-                "standby_log_end": s.get("log_end") if s.get("present") else None,
-                "anchor_active_offset": anchor.active_offset if anchor else None,
-                "anchor_standby_offset": anchor.standby_offset if anchor else None,
-                "shape": shapes.get(topic, ""),
-            })
-    return work, undecided
 
 
 @dg.asset(group_name="offset_sync", deps=["offset_snapshot"], kinds={"spark", "kafka", "clickhouse"})
@@ -97,7 +58,9 @@ def offset_translations(
     snapshot_rows = client.query(_SNAPSHOT_QUERY, parameters={"sid": snapshot_id}).result_rows
     anchors = translations.latest_anchors(client)
     clusters = (idc1.cluster_name, idc2.cluster_name)
-    work, undecided = build_work(snapshot_rows, dict(config.topic_shapes), anchors, clusters)
+    history = direction_history(client, snapshot_id)
+    cycle = build_work(snapshot_rows, dict(config.topic_shapes), anchors, clusters, history)
+    work, undecided = cycle.work, cycle.undecided
 
     rows = [result_row(r, snapshot_id, cycle_time_ms) for r in undecided]
     spark_s = 0.0
@@ -112,6 +75,11 @@ def offset_translations(
         rows += [{c: row[c] for c in RESULT_COLUMNS} for row in (r.asDict() for r in out.collect())]
         spark_s = time.monotonic() - spark_started
 
+    for group_id, direction in sorted(cycle.directions.items()):
+        context.log.info(
+            f"offset-sync direction group={quote_log_text(group_id)} active={direction.active or '-'} "
+            f"basis={direction.basis.value} reason={quote_log_text(direction.reason)}"
+        )
     for row in rows:
         context.log.info(row["decision"])
     written = translations.insert_translations(client, rows)
@@ -137,6 +105,7 @@ def offset_translations(
             "translated": sum(1 for r in rows if r["standby_offset"] is not None),
             **{f"status_{k}": v for k, v in sorted(statuses.items())},
             **{f"strategy_{k}": v for k, v in sorted(strategies.items())},
+            **{f"direction_{k}": v for k, v in sorted(cycle.basis_counts().items())},
             "anchors_written": anchors_written,
             "spark_seconds": round(spark_s, 3),
             "total_seconds": round(time.monotonic() - started, 3),

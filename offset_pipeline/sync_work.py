@@ -1,0 +1,138 @@
+"""This cycle's work: snapshot rows in, one Spark work row per group-partition to translate out.
+
+Pure (no Kafka, Spark, Dagster or ClickHouse): the asset reads the rows and the history, this
+module decides. Per group, :func:`~offset_pipeline.translation.decide_direction` picks the active
+cluster from, in order, members, the group's own offset movement since the previous snapshot
+(offsets this pipeline wrote to the standby do not count as movement), and the direction of the
+group's previous cycle (DESIGN.md §1, §5).
+
+Invariants (tested in tests/test_sync_work.py):
+
+* every group-partition of the snapshot gets exactly one work row or one undecided result;
+* a work row's standby is a cluster where the group had no members in the snapshot;
+* a group whose direction is undecided (split brain, undetermined, cluster unavailable) gets no
+  work row, so nothing downstream can commit for it;
+* without a previous snapshot no offset counts as moved (a first cycle cannot mistake a group's
+  existing offsets for movement).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from offset_pipeline.translation import (
+    Anchor,
+    DirectionDecision,
+    GroupSideFacts,
+    TranslationResult,
+    decide_direction,
+)
+
+TopicPartition = tuple[str, int]
+ClusterGroup = tuple[str, str]  # (cluster, group_id)
+
+#: Column order of the snapshot rows :func:`build_work` takes (the asset's query returns these).
+SNAPSHOT_COLUMNS = (
+    "cluster", "group_id", "member_count", "topic", "partition", "committed_offset", "topic_present",
+    "log_start", "log_end",
+)
+
+
+@dataclass(frozen=True)
+class DirectionHistory:
+    """What earlier cycles left that the direction rules use.
+
+    ``committed_before``: the previous snapshot's committed offsets per (cluster, group); None when
+    there is no previous snapshot at all (then nothing counts as movement). A group missing from a
+    previous snapshot that exists had no offsets then.
+    ``written_by_sync``: offsets the sync committed per (cluster, group) since the previous snapshot.
+    ``previous_active``: the active cluster of each group's last decided cycle.
+    """
+
+    committed_before: Mapping[ClusterGroup, Mapping[TopicPartition, int]] | None = None
+    written_by_sync: Mapping[ClusterGroup, Mapping[TopicPartition, int]] = field(default_factory=dict)
+    previous_active: Mapping[str, str] = field(default_factory=dict)
+
+    def before(self, cluster: str, group_id: str) -> Mapping[TopicPartition, int] | None:
+        if self.committed_before is None:
+            return None
+        return self.committed_before.get((cluster, group_id), {})
+
+
+@dataclass(frozen=True)
+class CycleWork:
+    work: list[dict[str, Any]]  # rows for spark_translation.WORK_SCHEMA
+    undecided: list[TranslationResult]  # one per group-partition of an undecided group
+    directions: dict[str, DirectionDecision]  # per group
+
+    def basis_counts(self) -> Counter:
+        return Counter(d.basis.value for d in self.directions.values())
+
+
+def build_work(
+    snapshot_rows: Iterable[tuple],
+    shapes: Mapping[str, str],
+    anchors: Mapping[tuple[str, str, int, str, str], Anchor],
+    clusters: tuple[str, str],
+    history: DirectionHistory = DirectionHistory(),
+) -> CycleWork:
+    """``snapshot_rows``: tuples in :data:`SNAPSHOT_COLUMNS` order (one per cluster, group, partition)."""
+    by_group: dict[str, dict] = {}
+    for cluster, group_id, members, topic, partition, committed, present, log_start, log_end in snapshot_rows:
+        if cluster not in clusters:
+            raise ValueError(f"snapshot row of cluster {cluster!r}, expected one of {clusters}")
+        entry = by_group.setdefault(group_id, {"members": Counter(), "parts": {}})
+        entry["members"][cluster] = max(entry["members"][cluster], int(members))
+        entry["parts"].setdefault((topic, int(partition)), {})[cluster] = {
+            "committed": None if committed is None else int(committed),
+            "present": bool(present), "log_start": log_start, "log_end": log_end,
+        }
+
+    work: list[dict[str, Any]] = []
+    undecided: list[TranslationResult] = []
+    directions: dict[str, DirectionDecision] = {}
+    for group_id, entry in sorted(by_group.items()):
+        sides = [
+            GroupSideFacts(
+                cluster,
+                members=entry["members"][cluster],
+                committed_now={
+                    tp: side[cluster]["committed"]
+                    for tp, side in entry["parts"].items()
+                    if cluster in side and side[cluster]["committed"] is not None
+                },
+                committed_before=history.before(cluster, group_id),
+                written_by_sync=history.written_by_sync.get((cluster, group_id), {}),
+            )
+            for cluster in clusters
+        ]
+        decision = decide_direction(group_id, sides[0], sides[1], history.previous_active.get(group_id))
+        directions[group_id] = decision
+        for (topic, partition), side in sorted(entry["parts"].items()):
+            if not decision.decided:
+                undecided.append(decision.result_for(topic, partition))
+                continue
+            work.append(_work_row(group_id, topic, partition, decision, side, shapes, anchors))
+    return CycleWork(work, undecided, directions)
+
+
+def _work_row(group_id, topic, partition, decision, side, shapes, anchors) -> dict[str, Any]:
+    active, standby = decision.active, decision.standby
+    a, s = side.get(active, {}), side.get(standby, {})
+    anchor = anchors.get((group_id, topic, partition, active, standby))
+
+    def logged(facts: dict, key: str):
+        return facts.get(key) if facts.get("present") else None
+
+    return {
+        "group_id": group_id, "topic": topic, "partition": partition, "active": active, "standby": standby,
+        "committed": a.get("committed"), "standby_committed": s.get("committed"),
+        "active_log_start": logged(a, "log_start"), "active_log_end": logged(a, "log_end"),
+        "standby_log_start": logged(s, "log_start"), "standby_log_end": logged(s, "log_end"),
+        "anchor_active_offset": anchor.active_offset if anchor else None,
+        "anchor_standby_offset": anchor.standby_offset if anchor else None,
+        "shape": shapes.get(topic, ""),
+    }

@@ -1,0 +1,169 @@
+"""build_work: direction per group from members, offset movement and the previous direction; and
+the history reads from ClickHouse that feed it."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from offset_pipeline.resources import ClickHouseResource
+from offset_pipeline.storage import snapshots, translations
+from offset_pipeline.storage.history import direction_history, previous_snapshot_id
+from offset_pipeline.storage.snapshots import SnapshotRow
+from offset_pipeline.sync_work import DirectionHistory, build_work
+from offset_pipeline.translation import Anchor, TranslationStatus
+
+CLUSTERS = ("idc1", "idc2")
+G = 'g "q" ü'
+
+
+def rows(group=G, *, members=(0, 0), committed=({("t", 0): 10}, {("t", 0): 4}), logs=(0, 20)):
+    """Snapshot rows of one group: members and committed offsets per cluster (idc1, idc2)."""
+    out = []
+    parts = sorted(set(committed[0]) | set(committed[1]))
+    for cluster, m, offsets in zip(CLUSTERS, members, committed):
+        for topic, partition in parts:
+            out.append((cluster, group, m, topic, partition, offsets.get((topic, partition)), True, *logs))
+    return out
+
+
+def history(before=None, written=None, previous=None):
+    return DirectionHistory(
+        committed_before=before, written_by_sync=written or {}, previous_active=previous or {},
+    )
+
+
+CASES = [
+    # (name, members, committed now, history, expected active or status)
+    ("members decide", (1, 0), None, history(), "idc1"),
+    ("members on idc2 decide", (0, 2), None, history(), "idc2"),
+    ("members on both: split brain", (1, 1), None, history(), TranslationStatus.SPLIT_BRAIN),
+    ("first cycle, no members: undetermined", (0, 0), None, history(), TranslationStatus.DIRECTION_UNDETERMINED),
+    ("no members, moved on idc1", (0, 0), None,
+     history(before={("idc1", G): {("t", 0): 8}, ("idc2", G): {("t", 0): 4}}), "idc1"),
+    ("no members, moved on idc2", (0, 0), None,
+     history(before={("idc1", G): {("t", 0): 10}, ("idc2", G): {("t", 0): 2}}), "idc2"),
+    ("idc2 moved only by the sync's own commit: idc1", (0, 0), None,
+     history(before={("idc1", G): {("t", 0): 8}, ("idc2", G): {("t", 0): 2}}, written={("idc2", G): {("t", 0): 4}}),
+     "idc1"),
+    ("moved on both without members: split brain", (0, 0), None,
+     history(before={("idc1", G): {("t", 0): 8}, ("idc2", G): {("t", 0): 2}}), TranslationStatus.SPLIT_BRAIN),
+    ("no movement: previous direction kept", (0, 0), None,
+     history(before={("idc1", G): {("t", 0): 10}, ("idc2", G): {("t", 0): 4}}, previous={G: "idc2"}), "idc2"),
+    ("group new since the previous snapshot: its offsets are movement", (0, 0),
+     ({("t", 0): 10}, {}), history(before={}), "idc1"),
+]
+
+
+@pytest.mark.parametrize("name, members, committed, hist, expected", CASES, ids=[c[0] for c in CASES])
+def test_direction_per_group(name, members, committed, hist, expected):
+    snapshot = rows(members=members, **({"committed": committed} if committed else {}))
+    cycle = build_work(snapshot, {}, {}, CLUSTERS, hist)
+    if isinstance(expected, TranslationStatus):
+        assert cycle.work == []
+        assert [r.status for r in cycle.undecided] == [expected]
+        assert cycle.directions[G].active is None
+    else:
+        assert cycle.undecided == []
+        assert [(w["active"], w["standby"]) for w in cycle.work] == [(expected, ({*CLUSTERS} - {expected}).pop())]
+        assert cycle.directions[G].active == expected
+
+
+def test_work_rows_carry_both_sides_the_kept_anchor_and_the_shape():
+    snapshot = rows(members=(1, 0), committed=({("t", 0): 10, ("t", 1): 3}, {("t", 0): 4}))
+    anchors = {(G, "t", 0, "idc1", "idc2"): Anchor("idc1", "idc2", 9, 3)}
+    cycle = build_work(snapshot, {"t": "two_way"}, anchors, CLUSTERS)
+    by_partition = {w["partition"]: w for w in cycle.work}
+    assert by_partition[0] | {} == {
+        "group_id": G, "topic": "t", "partition": 0, "active": "idc1", "standby": "idc2", "committed": 10,
+        "standby_committed": 4, "active_log_start": 0, "active_log_end": 20, "standby_log_start": 0,
+        "standby_log_end": 20, "anchor_active_offset": 9, "anchor_standby_offset": 3, "shape": "two_way",
+    }
+    assert by_partition[1]["standby_committed"] is None and by_partition[1]["anchor_active_offset"] is None
+
+
+def test_a_partition_missing_on_the_standby_has_no_log_range():
+    snapshot = [
+        ("idc1", G, 1, "t", 0, 5, True, 0, 9),
+        ("idc2", G, 0, "t", 0, None, False, None, None),
+    ]
+    (row,) = build_work(snapshot, {}, {}, CLUSTERS).work
+    assert (row["standby_log_start"], row["standby_log_end"], row["active_log_end"]) == (None, None, 9)
+
+
+def test_rows_of_a_third_cluster_are_refused():
+    with pytest.raises(ValueError, match="idc3"):
+        build_work([("idc3", G, 0, "t", 0, 1, True, 0, 2)], {}, {}, CLUSTERS)
+
+
+offsets = st.dictionaries(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2)), st.integers(0, 50), max_size=4)
+
+
+@given(
+    st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    st.tuples(offsets, offsets),
+    st.one_of(st.none(), st.tuples(offsets, offsets)),
+    st.one_of(st.none(), st.sampled_from(CLUSTERS)),
+)
+def test_every_group_partition_gets_one_outcome_and_standbys_have_no_members(members, now, before, previous):
+    snapshot = rows(members=members, committed=now)
+    hist = history(
+        before=None if before is None else {("idc1", G): before[0], ("idc2", G): before[1]},
+        previous={G: previous} if previous else None,
+    )
+    cycle = build_work(snapshot, {}, {}, CLUSTERS, hist)
+    keys = {(topic, partition) for _, _, _, topic, partition, *_ in snapshot}
+    done = [(w["topic"], w["partition"]) for w in cycle.work] + [(r.topic, r.partition) for r in cycle.undecided]
+    assert sorted(done) == sorted(keys)
+    member_count = dict(zip(CLUSTERS, members))
+    for w in cycle.work:
+        assert member_count[w["standby"]] == 0
+    if cycle.work:
+        assert not cycle.undecided  # a group is decided as a whole
+    if before is None and members == (0, 0) and snapshot:
+        assert cycle.directions[G].basis.value in ("previous", "undetermined")
+
+
+def test_history_reads_previous_snapshot_commits_and_directions(chdb_dsn):
+    client = ClickHouseResource(dsn=chdb_dsn).get_client()
+    snapshots.ensure_table(client)
+    translations.ensure_tables(client)
+
+    def snap(sid, ms, cluster, committed):
+        return SnapshotRow(sid, ms, cluster, G, "Empty", 0, "t", 0, committed, True, 0, 20, 20)
+
+    snapshots.insert_rows(client, [snap("s1", 1000, "idc1", 8), snap("s1", 1000, "idc2", 2),
+                                   snap("s2", 2000, "idc1", 10), snap("s2", 2000, "idc2", 4)])
+    assert previous_snapshot_id(client, "s2") == "s1"
+    assert previous_snapshot_id(client, "s1") is None
+
+    first = direction_history(client, "s1")
+    assert first.committed_before is None and first.written_by_sync == {}
+
+    hist = direction_history(client, "s2")
+    assert hist.committed_before == {("idc1", G): {("t", 0): 8}, ("idc2", G): {("t", 0): 2}}
+    assert hist.written_by_sync == {}  # no commits table yet
+    client.command(
+        "CREATE TABLE offset_commits (snapshot_id String, group_id String, topic String, partition UInt32, "
+        "standby String, new_offset Nullable(Int64), applied Bool) ENGINE = MergeTree ORDER BY snapshot_id"
+    )
+    client.insert("offset_commits", [["s1", G, "t", 0, "idc2", 4, True], ["s1", G, "t", 1, "idc2", 9, False],
+                                     ["s2", G, "t", 0, "idc2", 6, True]],
+                  column_names=["snapshot_id", "group_id", "topic", "partition", "standby", "new_offset", "applied"])
+    hist = direction_history(client, "s2")
+    assert hist.written_by_sync == {("idc2", G): {("t", 0): 4}}  # applied writes of the previous run only
+
+    translations.insert_translations(client, [
+        {"snapshot_id": sid, "cycle_time": ms, "group_id": G, "topic": "t", "partition": 0, "active": active,
+         "standby": standby, "committed": 1, "standby_committed": None, "strategy": "none", "standby_offset": None,
+         "status": "no_anchor", "reason": "", "expected_duplicates": None, "timestamp_inversion": False,
+         "anchor_active_offset": None, "anchor_standby_offset": None, "safe_bound": None}
+        for sid, ms, active, standby in (("s0", 500, "idc2", "idc1"), ("s1", 1000, "idc1", "idc2"), ("s2", 2000, "", ""))
+    ])
+    assert direction_history(client, "s2").previous_active == {G: "idc1"}
+    # the moved-on-idc1 history, with the sync's own write on idc2 ignored, decides idc1
+    cycle = build_work(
+        [("idc1", G, 0, "t", 0, 10, True, 0, 20), ("idc2", G, 0, "t", 0, 4, True, 0, 20)], {}, {}, CLUSTERS, hist,
+    )
+    assert cycle.directions[G].active == "idc1" and cycle.directions[G].basis.value == "offset_movement"
