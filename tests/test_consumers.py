@@ -12,12 +12,7 @@ from collections import Counter
 from types import SimpleNamespace
 
 import pytest
-from confluent_kafka import (
-    ConsumerGroupTopicPartitions,
-    IsolationLevel,
-    TopicPartition,
-)
-from confluent_kafka.admin import OffsetSpec
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
 from offset_pipeline.devstack.consumers import (
     ConsumerGroupSpec,
@@ -51,20 +46,19 @@ def committed_offsets(pair, cluster, group, partitions):
     return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
 
-def stable_end_offsets(pair, cluster, partitions):
-    """Last stable offsets (the log end when no transaction is open)."""
-    admin = pair.admin(cluster)  # keep the handle alive until the futures resolve
-    futures = admin.list_offsets(
-        {TopicPartition(tp.topic, tp.partition): OffsetSpec.latest() for tp in partitions},
-        isolation_level=IsolationLevel.READ_COMMITTED,
-    )
-    return {(tp.topic, tp.partition): future.result(30).offset for tp, future in futures.items()}
+def next_offsets(lines):
+    """(topic, partition) -> the offset after the last record processed there."""
+    out = {}
+    for line in lines:
+        key = (line["topic"], line["partition"])
+        out[key] = max(out.get(key, 0), line["offset"] + 1)
+    return out
 
 
-def caught_up(pair, cluster, group, partitions):
-    ends = stable_end_offsets(pair, cluster, partitions)
+def caught_up(pair, cluster, group, partitions, lines):
+    """The group committed exactly the offset after the last record it processed, everywhere."""
     committed = committed_offsets(pair, cluster, group, partitions)
-    return all(committed.get(tp, 0) == end for tp, end in ends.items()) and (committed, ends)
+    return committed == next_offsets(lines) and committed
 
 
 def processed_lines(path, strict=True):
@@ -127,8 +121,9 @@ def test_every_group_commits_exactly_what_it_processed_on_its_active_cluster_onl
             # Copies from the other side arrive through the mirror: wait for all of them.
             wait_for(lambda: {l["id"] for l in processed_lines(runner.processed_path, strict=False)} >= expected,
                      timeout=120, what=f"{spec.group_id} processing every record")
-            wait_for(lambda: caught_up(kafka_pair, spec.active_cluster, spec.group_id, partitions),
-                     timeout=60, what=f"{spec.group_id} committing the end of every partition")
+            wait_for(lambda: caught_up(kafka_pair, spec.active_cluster, spec.group_id, partitions,
+                                       processed_lines(runner.processed_path, strict=False)),
+                     timeout=60, what=f"{spec.group_id} committing after the last record of every partition")
         # Real members of their groups, on their active clusters.
         for runner in runners:
             admin = kafka_pair.admin(runner.spec.active_cluster)
@@ -145,9 +140,9 @@ def test_every_group_commits_exactly_what_it_processed_on_its_active_cluster_onl
     for runner in runners:
         spec = runner.spec
         partitions = partitions_of(traffic.plan, spec.topics)
-        committed, ends = caught_up(kafka_pair, spec.active_cluster, spec.group_id, partitions) or (None, None)
-        assert committed is not None, f"{spec.group_id}: commits moved away from the end after stop"
         lines = processed_lines(runner.processed_path)
+        committed = caught_up(kafka_pair, spec.active_cluster, spec.group_id, partitions, lines)
+        assert committed, f"{spec.group_id}: commits moved away from the last processed records after stop"
         ids = [line["id"] for line in lines]
         assert [i for i, n in Counter(ids).items() if n > 1] == [], f"{spec.group_id} processed records twice"
         assert set(ids) == expected_ids(traffic.records, spec.topics), spec.group_id
@@ -162,15 +157,18 @@ def test_every_group_commits_exactly_what_it_processed_on_its_active_cluster_onl
         listed = other_admin.list_consumer_groups().result(30).valid
         assert spec.group_id not in {g.group_id for g in listed}
 
-    # The transactional topic: the committed offsets step over aborted records and markers.
+    # The transactional topic: the committed offset is right after the last committed record, so
+    # it may point at a marker; never past a record not processed (librdkafka's position() can run
+    # ahead of the records handed out when markers are fetched: librdkafka#3400).
     ledger = next(r for r in runners if any(t.endswith("ledger.tx") for t in r.spec.topics))
     tx = [r for r in traffic.records if r.topic in ledger.spec.topics]
     assert any(r.aborted for r in tx)
     committed = committed_offsets(kafka_pair, "idc1", ledger.spec.group_id, partitions_of(traffic.plan, ledger.spec.topics))
     last_record = {}
     for r in tx:
-        last_record[(r.topic, r.partition)] = max(last_record.get((r.topic, r.partition), -1), r.offset)
-    assert all(committed[tp] > last + 1 for tp, last in last_record.items()), (committed, last_record)
+        if r.committed:
+            last_record[(r.topic, r.partition)] = max(last_record.get((r.topic, r.partition), -1), r.offset)
+    assert committed == {tp: last + 1 for tp, last in last_record.items()}, (committed, last_record)
 
 
 def test_commits_every_n_records_and_on_clean_stop(kafka_pair, session_mirrors, topic_name, tmp_path):

@@ -127,6 +127,7 @@ class GroupRunner:
         self.commit_errors = 0
         self._consumer: Consumer | None = None
         self._last_committed: dict[tuple[str, int], int] = {}
+        self._next_offset: dict[tuple[str, int], int] = {}  # last processed offset + 1
         self._since_commit = 0
         self._last_commit_time = time.monotonic()
         self._out = None
@@ -152,22 +153,27 @@ class GroupRunner:
 
     # -- committing ---------------------------------------------------------------------------
     def _commit(self, partitions: list[TopicPartition] | None = None) -> bool:
-        """Commit the positions of ``partitions`` (default: the whole assignment) that moved."""
+        """Commit, for ``partitions`` (default: the whole assignment), the offset after the last
+        record processed, where it moved.
+
+        Not ``consumer.position()``: with transaction markers in the log librdkafka's position can
+        run ahead of the records handed to the application (librdkafka#3400), and committing it
+        would skip records never processed."""
         consumer = self._consumer
         if consumer is None:
             return False
         try:
             partitions = consumer.assignment() if partitions is None else partitions
-            if not partitions:
-                return True
-            positions = consumer.position(partitions)
         except KafkaException as exc:
-            log.warning("%s: reading positions failed: %s", self.label, exc)
+            log.warning("%s: reading the assignment failed: %s", self.label, exc)
             return False
+        if not partitions:
+            return True
         moved = [
-            TopicPartition(tp.topic, tp.partition, tp.offset)
-            for tp in positions
-            if tp.offset >= 0 and self._last_committed.get((tp.topic, tp.partition)) != tp.offset
+            TopicPartition(tp.topic, tp.partition, self._next_offset[(tp.topic, tp.partition)])
+            for tp in partitions
+            if (tp.topic, tp.partition) in self._next_offset
+            and self._last_committed.get((tp.topic, tp.partition)) != self._next_offset[(tp.topic, tp.partition)]
         ]
         self._since_commit = 0
         self._last_commit_time = time.monotonic()
@@ -197,11 +203,13 @@ class GroupRunner:
         self._commit(partitions)  # hand over exactly what was processed
         for tp in partitions:
             self._last_committed.pop((tp.topic, tp.partition), None)
+            self._next_offset.pop((tp.topic, tp.partition), None)
         log.info("%s: revoked %s", self.label, _describe(partitions))
 
     def _on_lost(self, consumer, partitions) -> None:
         for tp in partitions:
             self._last_committed.pop((tp.topic, tp.partition), None)
+            self._next_offset.pop((tp.topic, tp.partition), None)
         log.warning("%s: lost %s (not committed)", self.label, _describe(partitions))
 
     # -- processing ---------------------------------------------------------------------------
@@ -218,6 +226,7 @@ class GroupRunner:
                 )
                 + "\n"
             )
+        self._next_offset[(msg.topic(), msg.partition())] = msg.offset() + 1
         self.processed += 1
         self._since_commit += 1
 
@@ -228,6 +237,7 @@ class GroupRunner:
             self._out = open(self.processed_path, "a", buffering=1)  # line-buffered: one write per record
         self._consumer = consumer = Consumer(self._config())
         self._last_committed.clear()
+        self._next_offset.clear()
         self._since_commit = 0
         self._last_commit_time = time.monotonic()
         clean = False
