@@ -16,9 +16,15 @@ Invariants (each one is tested):
   :func:`~offset_pipeline.translation.check_no_loss` when facts were given; a result whose facts
   show a violation, or that has no facts when facts were given for the group, is
   ``refused_no_loss_check``.
+* **Never above the proven bound** (when ``safe_bounds`` is given): a translated ``t`` above its
+  partition's :func:`~offset_pipeline.translation.safe_standby_bound`, or without one (None or
+  missing), is ``refused_no_loss_check``, whatever else would be decided (unchanged, dry run, ...).
+  Membership decisions come first: nothing is planned for a live group.
 
 ``StandbyCommit.new_offset`` is the offset the translation proposed (None when it proposed none),
 whatever the decision; only decisions with :attr:`CommitDecision.writes` are written.
+``FAILED`` is never planned here: the I/O layer (``commit_step``) records it for a group whose live
+state could not be re-read (a cluster down or slow): nothing planned, nothing written.
 """
 
 from __future__ import annotations
@@ -55,7 +61,8 @@ class CommitDecision(str, Enum):
     REFUSED_MEMBERS = "refused_members"  # the standby group has members: never write to a live group
     SPLIT_BRAIN = "split_brain"  # members on both clusters: alarm, nothing committed
     DRY_RUN = "dry_run"  # would commit (forward or after a reset); dry run set
-    REFUSED_NO_LOSS_CHECK = "refused_no_loss_check"  # check_no_loss raised: a bug guard
+    REFUSED_NO_LOSS_CHECK = "refused_no_loss_check"  # check_no_loss raised, or t above its safe bound
+    FAILED = "failed"  # recorded by the I/O layer: the group could not be re-read, nothing planned or written
 
     def __str__(self) -> str:  # pragma: no cover - cosmetic
         return self.value
@@ -90,6 +97,7 @@ class StandbyCommit:
     reason: str
     translation_status: TranslationStatus
     strategy: Strategy | None
+    safe_bound: int | None = None  # the bound the guard compared with (None: no guard, or no bound)
 
 
 def _decide(
@@ -100,6 +108,7 @@ def _decide(
     active_reset: frozenset[TopicPartition] | set[TopicPartition],
     dry_run: bool,
     facts_by_partition: Mapping[TopicPartition, PartitionFacts] | None,
+    safe_bounds: Mapping[TopicPartition, int | None] | None,
 ) -> tuple[CommitDecision, str]:
     tp = (result.topic, result.partition)
     where = standby.cluster
@@ -128,6 +137,16 @@ def _decide(
             check_no_loss(facts, result)
         except NoLossViolation as exc:
             return CommitDecision.REFUSED_NO_LOSS_CHECK, f"NO-LOSS re-check failed for t={t}, not committed: {exc}"
+    if safe_bounds is not None:
+        bound = safe_bounds.get(tp)
+        if bound is None:
+            return CommitDecision.REFUSED_NO_LOSS_CHECK, (
+                f"no safe bound proven for {result.topic}[{result.partition}]: t={t} not committed"
+            )
+        if t > bound:
+            return CommitDecision.REFUSED_NO_LOSS_CHECK, (
+                f"t={t} is above the safe bound {bound} the facts prove: not committed"
+            )
 
     if previous is None:
         decision, why = CommitDecision.COMMIT, f"first offset {t} on {where} ({result.status.value})"
@@ -160,8 +179,12 @@ def plan_standby_commits(
     active_reset: set[TopicPartition] | frozenset[TopicPartition] = frozenset(),
     dry_run: bool = False,
     facts_by_partition: Mapping[TopicPartition, PartitionFacts] | None = None,
+    safe_bounds: Mapping[TopicPartition, int | None] | None = None,
 ) -> list[StandbyCommit]:
     """One :class:`StandbyCommit` per result, in order, following DESIGN.md §5 (module docstring).
+
+    ``safe_bounds``: per partition, the largest standby offset its facts proved loss-free
+    (:func:`~offset_pipeline.translation.safe_standby_bound`); None turns the bound guard off.
 
     Raises ValueError on caller bugs: a result for another group or another standby cluster, the
     same partition twice, or a negative member count.
@@ -181,7 +204,7 @@ def plan_standby_commits(
         seen.add(tp)
         previous = standby.committed.get(tp)
         decision, reason = _decide(
-            result, previous, standby, active_member_count, active_reset, dry_run, facts_by_partition
+            result, previous, standby, active_member_count, active_reset, dry_run, facts_by_partition, safe_bounds
         )
         plan.append(
             StandbyCommit(
@@ -195,6 +218,7 @@ def plan_standby_commits(
                 reason=reason,
                 translation_status=result.status,
                 strategy=result.strategy,
+                safe_bound=safe_bounds.get(tp) if safe_bounds is not None else None,
             )
         )
     return plan
@@ -217,7 +241,8 @@ def commit_log_line(commit: StandbyCommit) -> str:
     """One line per planned commit, same style as ``decision_log_line``; free text JSON-quoted.
 
     ``offset-sync commit group="g" topic="t" partition=0 standby="idc2" previous_offset=5
-    new_offset=7 decision=commit translation_status=header_anchor strategy=header_anchor reason="..."``
+    new_offset=7 safe_bound=9 decision=commit translation_status=header_anchor strategy=header_anchor
+    reason="..."``
     """
     fields = [
         ("group", quote_log_text(commit.group_id)),
@@ -226,6 +251,7 @@ def commit_log_line(commit: StandbyCommit) -> str:
         ("standby", quote_log_text(commit.standby_cluster)),
         ("previous_offset", log_value(commit.previous_offset)),
         ("new_offset", log_value(commit.new_offset)),
+        ("safe_bound", log_value(commit.safe_bound)),
         ("decision", log_value(commit.decision)),
         ("translation_status", log_value(commit.translation_status)),
         ("strategy", log_value(commit.strategy)),

@@ -123,3 +123,23 @@ def topic_shapes(env: Mapping[str, str] | None = None) -> dict[str, str]:
             raise ValueError(f"OFFSET_PIPELINE_TOPIC_SHAPES entry {entry!r}: {exc}") from None
         shapes[topic] = shape.strip()
     return shapes
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def dry_run_default(env: Mapping[str, str] | None = None) -> bool:
+    """``OFFSET_PIPELINE_DRY_RUN``: the commit step's default ``dry_run`` (unset or empty: False).
+
+    Accepts 1/true/yes/on and 0/false/no/off in any case; anything else fails at load time with
+    the value named, so a typo never silently turns commits on.
+    """
+    text = _get(os.environ if env is None else env, "OFFSET_PIPELINE_DRY_RUN")
+    if text is None:
+        return False
+    if text.lower() in _TRUE:
+        return True
+    if text.lower() in _FALSE:
+        return False
+    raise ValueError(f"OFFSET_PIPELINE_DRY_RUN={text!r}: expected one of {', '.join(_TRUE + _FALSE)}")

@@ -3,8 +3,11 @@
 :func:`translate_groups` takes one row per group-partition whose direction is decided, groups the
 rows by ``(topic, partition, active, standby)`` and, per group of rows, inside a Spark task, reads
 the Kafka partition once with :func:`read_translation_facts` (for all its groups) and translates
-every group with :func:`translate_partition`. Kafka errors or timeouts inside a task become
-``cluster_unavailable`` rows for that partition's groups: one partition never fails the others.
+every group with :func:`translate_partition`, and computes each group's
+:func:`safe_standby_bound` from the same facts (column ``safe_bound``, NULL for rows whose facts
+were never read or proved nothing: the commit step refuses to write those). Kafka errors or
+timeouts inside a task become ``cluster_unavailable`` rows for that partition's groups: one
+partition never fails the others.
 
 Everything the task needs travels in the closure as plain data (librdkafka config dicts, numbers),
 never Dagster resources or clients.
@@ -22,6 +25,7 @@ from offset_pipeline.translation import (
     TranslationStatus,
     decision_log_line,
     parse_shape,
+    safe_standby_bound,
     translate_partition,
     untranslatable,
 )
@@ -39,11 +43,10 @@ RESULT_SCHEMA = (
     "snapshot_id string, cycle_time long, group_id string, topic string, partition int, active string, "
     "standby string, committed long, standby_committed long, strategy string, standby_offset long, "
     "status string, reason string, expected_duplicates long, timestamp_inversion boolean, "
-    "anchor_active_offset long, anchor_standby_offset long, keep_active_offset long, keep_standby_offset long, "
-    "decision string"
+    "anchor_active_offset long, anchor_standby_offset long, safe_bound long, keep_active_offset long, "
+    "keep_standby_offset long, decision string"
 )
 RESULT_COLUMNS = [part.strip().split(" ")[0] for part in RESULT_SCHEMA.split(",")]
-_INT_COLUMNS = [part.strip().split(" ")[0] for part in RESULT_SCHEMA.split(",") if part.strip().endswith(("long", "int"))]
 
 
 def _int(value) -> int | None:
@@ -59,8 +62,11 @@ def _int(value) -> int | None:
     return int(value)
 
 
-def result_row(result: TranslationResult, snapshot_id: str, cycle_time_ms: int) -> dict[str, Any]:
-    """One output row (a dict of :data:`RESULT_COLUMNS`) for a result."""
+def result_row(
+    result: TranslationResult, snapshot_id: str, cycle_time_ms: int, safe_bound: int | None = None
+) -> dict[str, Any]:
+    """One output row (a dict of :data:`RESULT_COLUMNS`) for a result; ``safe_bound`` is
+    :func:`safe_standby_bound` of the facts the result came from (None: no facts, or nothing proven)."""
     used, keep = result.anchor_used, result.anchor_to_keep
     return {
         "snapshot_id": snapshot_id,
@@ -80,6 +86,7 @@ def result_row(result: TranslationResult, snapshot_id: str, cycle_time_ms: int) 
         "timestamp_inversion": bool(result.timestamp_inversion),
         "anchor_active_offset": used.active_offset if used else None,
         "anchor_standby_offset": used.standby_offset if used else None,
+        "safe_bound": safe_bound,
         "keep_active_offset": keep.active_offset if keep else None,
         "keep_standby_offset": keep.standby_offset if keep else None,
         "decision": decision_log_line(result),
@@ -155,15 +162,17 @@ def translate_partition_rows(
         )
     out = []
     for fact in facts:
+        bound = None
         try:
             result = translate_partition(fact)
-        except Exception as exc:  # noqa: BLE001 - translate_partition should never raise; if it does, say so
+            bound = safe_standby_bound(fact)
+        except Exception as exc:  # noqa: BLE001 - neither should ever raise; if one does, say so
             result = untranslatable(
                 fact.group_id, topic, partition, TranslationStatus.INCONSISTENT_FACTS,
                 f"translation raised {type(exc).__name__}: {exc}", active=active, standby=standby,
                 committed=fact.committed, standby_committed=fact.standby_committed, anchor_to_keep=fact.kept_anchor,
             )
-        out.append(result_row(result, snapshot_id, cycle_time_ms))
+        out.append(result_row(result, snapshot_id, cycle_time_ms, safe_bound=bound))
     return out
 
 
@@ -184,22 +193,52 @@ def translate_groups(
     timeout_s: float = 10.0,
 ):
     """``work_df`` (:data:`WORK_SCHEMA`) to a DataFrame of :data:`RESULT_SCHEMA`, one row per input
-    row. ``active_confs``: librdkafka client config per cluster name (plain dicts)."""
+    row. ``active_confs``: librdkafka client config per cluster name (plain dicts).
+
+    The rows are hash-partitioned by :data:`PARTITION_KEY` into ``spark.sql.shuffle.partitions``
+    tasks (an explicit count: adaptive execution never merges them into one task, which would leave
+    a single Python worker reading every Kafka partition), and each task translates its keys one
+    after another in plain Python: one Arrow batch in and out per task (``mapInArrow``), not a
+    pandas frame per key (``applyInPandas`` costs milliseconds per key, more than the reads).
+    """
     confs = {name: dict(conf) for name, conf in active_confs.items()}  # plain data for the closure
 
-    def task(pdf):
-        import pandas as pd
+    def task(batches):
+        import pyarrow as pa
 
-        rows = translate_partition_rows(
-            pdf.to_dict("records"), confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
-            window=window, refine_window=refine_window, timeout_s=timeout_s,
-        )
-        frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
-        for column in _INT_COLUMNS:
-            frame[column] = pd.array([_int(v) for v in frame[column]], dtype="Int64")
-        return frame
+        by_key: dict[tuple, list[dict[str, Any]]] = {}
+        for batch in batches:
+            for row in batch.to_pylist():
+                by_key.setdefault(tuple(row[k] for k in PARTITION_KEY), []).append(row)
+        schema = result_arrow_schema()
+        out: list[dict[str, Any]] = []
+        for rows in by_key.values():
+            out += translate_partition_rows(
+                rows, confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
+                window=window, refine_window=refine_window, timeout_s=timeout_s,
+            )
+            if len(out) >= _OUTPUT_BATCH_ROWS:
+                yield pa.RecordBatch.from_pylist(out, schema=schema)
+                out = []
+        if out:
+            yield pa.RecordBatch.from_pylist(out, schema=schema)
 
-    return work_df.groupBy("topic", "partition", "active", "standby").applyInPandas(task, schema=RESULT_SCHEMA)
+    tasks = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    return work_df.repartition(tasks, *PARTITION_KEY).mapInArrow(task, schema=RESULT_SCHEMA)
+
+
+#: One task reads one Kafka partition for all its groups: rows with the same key go to one task.
+PARTITION_KEY = ("topic", "partition", "active", "standby")
+_OUTPUT_BATCH_ROWS = 5000
+_ARROW_TYPES = {"string": "string", "long": "int64", "int": "int32", "boolean": "bool_"}
+
+
+def result_arrow_schema():
+    """:data:`RESULT_SCHEMA` as a pyarrow schema (built where it is used: inside the Spark task)."""
+    import pyarrow as pa
+
+    fields = [part.strip().split(" ") for part in RESULT_SCHEMA.split(",")]
+    return pa.schema([(name, getattr(pa, _ARROW_TYPES[kind])()) for name, kind in fields])
 
 
 def work_dataframe(spark, rows: list[dict[str, Any]]):

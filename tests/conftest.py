@@ -124,8 +124,25 @@ def kafka_pair(kafka_jars, tmp_path_factory) -> KafkaPair:
             cluster.start()
         yield KafkaPair(*clusters)
     finally:
+        # Pooled read consumers (kafka_reads) in this process and in local Spark's Python workers
+        # would keep reconnecting (and logging) to the stopped brokers.
+        from offset_pipeline.kafka_reads.partition_records import CONSUMERS
+
+        CONSUMERS.close()
+        _stop_local_spark()
         for cluster in clusters:
             cluster.stop()
+
+
+def _stop_local_spark() -> None:
+    import sys
+
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
 
 
 @pytest.fixture(scope="session")

@@ -26,6 +26,7 @@ from offset_pipeline.translation import (
     TopicShape,
     TranslationResult,
     TranslationStatus,
+    safe_standby_bound,
     translate_partition,
     untranslatable,
 )
@@ -183,6 +184,53 @@ def test_membership_is_decided_before_the_no_loss_check():
     assert commit.decision is CommitDecision.SPLIT_BRAIN
 
 
+# -- the safe-bound guard ----------------------------------------------------------------------
+
+# (name, result, current standby offset, standby members, active members, dry_run, bounds) -> decision
+BOUND_CASES = {
+    "at the bound": (translated(7), 5, 0, 1, False, {TP: 7}, CommitDecision.COMMIT),
+    "below the bound": (translated(6), 5, 0, 1, False, {TP: 7}, CommitDecision.COMMIT),
+    "above the bound": (translated(8), 5, 0, 1, False, {TP: 7}, CommitDecision.REFUSED_NO_LOSS_CHECK),
+    "no bound proven": (translated(7), 5, 0, 1, False, {TP: None}, CommitDecision.REFUSED_NO_LOSS_CHECK),
+    "partition missing from the bounds": (translated(7), 5, 0, 1, False, {}, CommitDecision.REFUSED_NO_LOSS_CHECK),
+    "dry run above the bound": (translated(8), 5, 0, 1, True, {TP: 7}, CommitDecision.REFUSED_NO_LOSS_CHECK),
+    "dry run at the bound": (translated(7), 5, 0, 1, True, {TP: 7}, CommitDecision.DRY_RUN),
+    "unchanged but above the bound": (translated(8), 8, 0, 1, False, {TP: 7}, CommitDecision.REFUSED_NO_LOSS_CHECK),
+    "rewind above the bound": (translated(8), 9, 0, 1, False, {TP: 7}, CommitDecision.REFUSED_NO_LOSS_CHECK),
+    "untranslated without a bound": (untranslated(), 5, 0, 1, False, {TP: None}, CommitDecision.SKIPPED_UNTRANSLATED),
+    "members come first": (translated(8), 5, 1, 0, False, {TP: 7}, CommitDecision.REFUSED_MEMBERS),
+    "split brain comes first": (translated(8), 5, 1, 1, False, {TP: 7}, CommitDecision.SPLIT_BRAIN),
+    "no guard without bounds": (translated(8), 5, 0, 1, False, None, CommitDecision.COMMIT),
+}
+
+
+@pytest.mark.parametrize("case", list(BOUND_CASES), ids=list(BOUND_CASES))
+def test_safe_bound_guard(case):
+    result, current, standby_members, active_members, dry_run, bounds, decision = BOUND_CASES[case]
+    [commit] = plan_standby_commits([result], state({TP: current}, standby_members),
+                                    active_member_count=active_members, dry_run=dry_run, safe_bounds=bounds)
+    assert commit.decision is decision
+    assert commit.safe_bound == (None if bounds is None else bounds.get(TP))
+    if decision is CommitDecision.REFUSED_NO_LOSS_CHECK:
+        assert offsets_to_commit([commit]) == {}
+        assert str(result.standby_offset) in commit.reason
+        assert "bound" in commit.reason
+
+
+def test_safe_bound_guard_with_the_bound_of_real_facts():
+    """header_facts prove 7 (Lemma 1: the standby-origin record below c copies B:6)."""
+    facts = header_facts()
+    bound = safe_standby_bound(facts)
+    assert bound == 7
+    good = translate_partition(facts)
+    plan = plan_standby_commits(
+        [good, dataclasses.replace(good, partition=1, standby_offset=8)],
+        state({TP: 5, ("t", 1): 5}), active_member_count=1, safe_bounds={TP: bound, ("t", 1): bound},
+    )
+    assert [c.decision for c in plan] == [CommitDecision.COMMIT, CommitDecision.REFUSED_NO_LOSS_CHECK]
+    assert offsets_to_commit(plan) == {TP: 7}
+
+
 # -- the commit log line -----------------------------------------------------------------------
 
 ODD_GROUP_IDS = ['say "hi"', "with space = and=eq", "한글 그룹 ✓", 'back\\slash" x=1 reason="fake"', "line\nbreak\u2028", ""]
@@ -197,7 +245,7 @@ def test_commit_log_line_round_trips_odd_group_ids(group_id):
     parsed = parse_commit_log_line(line)
     assert parsed == {
         "group": group_id, "topic": "t p", "partition": 0, "standby": B, "previous_offset": 5, "new_offset": 7,
-        "decision": "commit", "translation_status": "header_anchor", "strategy": "header_anchor",
+        "safe_bound": None, "decision": "commit", "translation_status": "header_anchor", "strategy": "header_anchor",
         "reason": commit.reason,
     }
 
@@ -207,9 +255,12 @@ def test_commit_log_line_exact_format():
                            TranslationStatus.NO_ANCHOR, None)
     assert commit_log_line(commit) == (
         'offset-sync commit group="orders-consumer" topic="t" partition=3 standby="idc2" previous_offset=- '
-        'new_offset=- decision=skipped_untranslated translation_status=no_anchor strategy=- '
+        'new_offset=- safe_bound=- decision=skipped_untranslated translation_status=no_anchor strategy=- '
         'reason="no \\"anchor\\""'
     )
+    guarded = dataclasses.replace(commit, new_offset=8, safe_bound=7, decision=CommitDecision.REFUSED_NO_LOSS_CHECK)
+    assert "new_offset=8 safe_bound=7 decision=refused_no_loss_check " in commit_log_line(guarded)
+    assert parse_commit_log_line(commit_log_line(guarded))["safe_bound"] == 7
 
 
 # -- properties --------------------------------------------------------------------------------
@@ -224,9 +275,11 @@ partition_case = st.tuples(st.none() | offsets, st.none() | offsets, st.booleans
     standby_members=st.integers(0, 3),
     active_members=st.integers(0, 3),
     dry_run=st.booleans(),
+    bounds=st.none() | st.lists(st.none() | offsets, min_size=8, max_size=8),
 )
-def test_never_rewinds_and_writes_nothing_when_it_must_not(cases, standby_members, active_members, dry_run):
+def test_never_rewinds_and_writes_nothing_when_it_must_not(cases, standby_members, active_members, dry_run, bounds):
     results, committed, reset = [], {}, set()
+    safe_bounds = None if bounds is None else {("t", p): b for p, b in enumerate(bounds)}
     for partition, (current, t, is_reset) in enumerate(cases):
         results.append(untranslated(partition=partition) if t is None else translated(t, partition=partition))
         if current is not None:
@@ -234,8 +287,11 @@ def test_never_rewinds_and_writes_nothing_when_it_must_not(cases, standby_member
         if is_reset:
             reset.add(("t", partition))
     plan = plan_standby_commits(results, state(committed, standby_members), active_member_count=active_members,
-                                active_reset=reset, dry_run=dry_run)
+                                active_reset=reset, dry_run=dry_run, safe_bounds=safe_bounds)
     written = offsets_to_commit(plan)
+    if safe_bounds is not None:  # never above the proven bound, never without one
+        for tp, offset in written.items():
+            assert safe_bounds[tp] is not None and offset <= safe_bounds[tp]
 
     assert len(plan) == len(results)
     for commit, result in zip(plan, results):

@@ -27,6 +27,14 @@ def test_definitions_are_loadable_with_the_four_resources():
     assert isinstance(defs.resources["spark"], SparkResource)
 
 
+def test_the_sync_cycle_job_runs_snapshot_translations_and_commits_with_their_checks():
+    job = defs.resolve_job_def("offset_sync_cycle")
+    keys = {key.to_user_string() for key in job.asset_layer.executable_asset_keys}
+    assert keys == {"offset_snapshot", "offset_translations", "offset_standby_commits"}
+    checks = defs.resolve_assets_def("offset_standby_commits").check_keys
+    assert {check.name for check in checks} == {"no_loss", "sync_freshness"}
+
+
 def _validate_cli(env_overrides: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OFFSET_PIPELINE_")}
     env.update(env_overrides, DAGSTER_HOME=str(tmp_path))

@@ -13,9 +13,11 @@ from confluent_kafka import Producer, TopicPartition
 from offset_pipeline.devstack.records import StoredRecord, read_partition
 from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges
 from offset_pipeline.kafka_reads.partition_records import (
+    CONSUMERS,
     GroupPartitionInput,
     PartitionLogs,
     ReadStats,
+    _Reader,
     read_translation_facts,
 )
 from offset_pipeline.translation.facts import RecordFact
@@ -251,3 +253,84 @@ def test_edges_missing_topic_empty_partition_and_committed_outside_the_log(kafka
     assert facts.record_at_or_after is None and facts.records_below == ()
     assert stats.active_consumers == 0
     assert not translate_partition(facts).translated
+
+
+def test_pooled_consumers_give_the_same_facts_and_are_reused_across_partitions(kafka_pair, session_mirrors, topic_name):
+    partitions = 3
+    kafka_pair.create_topic(topic_name, partitions=partitions)
+    producer = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc1"), "log_level": 3})
+    base = int(time.time() * 1000) - 3_600_000
+    for p in range(partitions):
+        for i in range(30):  # pairs of records share a timestamp: the refine reads have work to do
+            producer.produce(topic_name, value=json.dumps({"id": f"p{p}-{i}"}).encode(), partition=p,
+                             timestamp=base + p * 100 + i // 2)
+    assert producer.flush(30) == 0
+    for p in range(partitions):
+        wait_for(lambda p=p: all(len(read_partition(kafka_pair.bootstrap(c), topic_name, p)) == 30
+                                 for c in ("idc1", "idc2")), timeout=90, what=f"{topic_name}[{p}] mirrored")
+
+    def facts_of(p, stats):
+        logs = snapshot_logs(kafka_pair, topic_name, p)
+        groups = [GroupPartitionInput(f"g{c}", c) for c in range(logs.active_log_start, logs.active_log_end + 1, 4)]
+        return read_translation_facts(
+            "idc1", "idc2", conf(kafka_pair, "idc1"), conf(kafka_pair, "idc2"), topic_name, p, logs, groups,
+            shape=TopicShape.one_way("idc1"), window=3, refine_window=4, stats=stats,
+        )
+
+    fresh = {}
+    for p in range(partitions):
+        CONSUMERS.close()  # nothing idle: this call makes its own consumers
+        stats = ReadStats()
+        fresh[p] = facts_of(p, stats)
+        assert (stats.consumers_created, stats.consumers_reused) == (2, 0)
+    assert all(f.timestamp is not None for facts in fresh.values() for f in facts)
+
+    # Partition after partition (and back to the first) with the same two consumers.
+    created_before = CONSUMERS.stats.created
+    for p in [*range(partitions), 0]:
+        stats = ReadStats()
+        assert facts_of(p, stats) == fresh[p], p
+        assert (stats.active_consumers, stats.standby_consumers) == (1, 1)
+        assert stats.consumers_reused == 2 or (p == 0 and stats.consumers_created == 2 and CONSUMERS.idle_count() == 2)
+        assert stats.stable_offset_queries == 0  # no open transaction: no extra request per read
+    assert CONSUMERS.stats.created - created_before <= 2
+    assert CONSUMERS.idle_count() == 2
+
+
+def test_reads_stop_at_the_last_stable_offset_of_an_open_transaction(kafka_pair):
+    topic = f"x.open-tx.{uuid.uuid4().hex[:6]}"  # not mirrored: the open transaction stays open
+    kafka_pair.create_topic(topic)
+    produce(kafka_pair.bootstrap("idc1"), topic, [f"r{i}" for i in range(10)])
+    producer = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc1"), "transactional.id": f"open-{topic}",
+                         "log_level": 3})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce(topic, value=json.dumps({"id": f"open-{i}"}).encode(), partition=0)
+    assert producer.flush(30) == 0  # written but neither committed nor aborted
+    try:
+        (a,) = read_partition_ranges(kafka_pair.admin("idc1"), "idc1", [(topic, 0)])
+        assert (a.last_stable, a.log_end) == (10, 15)
+        logs = PartitionLogs(a.log_start, a.log_end, 0, 0)
+        groups = [GroupPartitionInput("mid", 6), GroupPartitionInput("caught-up", 10)]
+        stats = ReadStats()
+        started = time.monotonic()
+        facts = read_translation_facts(
+            "idc1", "idc2", conf(kafka_pair, "idc1"), conf(kafka_pair, "idc2"), topic, 0, logs, groups,
+            shape=TopicShape.two_way(), window=3, timeout_s=20, stats=stats,
+        )
+        assert time.monotonic() - started < 5  # stopped at the last stable offset, not at the deadline
+        assert stats.stable_offset_queries == 0  # the end of the partition was reported by the fetch
+        assert [f.record_at_or_after.offset if f.record_at_or_after else None for f in facts] == [6, None]
+        assert [[r.offset for r in f.records_below] for f in facts] == [[3, 4, 5], [7, 8, 9]]
+
+        # A read starting above the last stable offset sees nothing and asks the broker where it is.
+        with CONSUMERS.lease(conf(kafka_pair, "idc1")) as lease:
+            reader = _Reader(lease.consumer, topic, 0, read_from="idc1", peer="idc2", end=15,
+                             deadline=time.monotonic() + 20, stats=stats)
+            assert reader.read(12) == ([], 12)
+            assert stats.stable_offset_queries == 1 and reader.end == 10
+            records, upto = reader.read(8)
+            assert [r.offset for r in records] == [8, 9] and upto == 10
+    finally:
+        producer.abort_transaction(30)

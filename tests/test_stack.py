@@ -1,5 +1,6 @@
-"""The main command's stack, end to end: `devstack up` brings clusters, mirrors, traffic and
-consumers up; records flow both ways with origin headers; `status` and `down` tell the truth."""
+"""The main command's stack, end to end: `devstack up` brings clusters, mirrors, traffic, consumers
+and the Spark Connect server up; records flow both ways with origin headers; `status` and `down`
+tell the truth."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ def stack_env(tmp_path, kafka_jars):
     for name in ("IDC1", "IDC2"):
         env[f"OFFSET_PIPELINE_{name}_PORT"] = str(free_port())
         env[f"OFFSET_PIPELINE_{name}_CONTROLLER_PORT"] = str(free_port())
+    env["OFFSET_PIPELINE_SPARK_CONNECT_PORT"] = str(free_port())
     yield env
     subprocess.run([sys.executable, "-m", "offset_pipeline.devstack", "down"], env=env, timeout=120)
 
@@ -47,8 +49,13 @@ def test_up_status_down(stack_env):
     status = devstack(stack_env, "status").stdout
     for name in ("idc1", "idc2"):
         assert f"cluster {name}" in status and "ready" in status
-    for proc in ("mirror-idc1-to-idc2", "mirror-idc2-to-idc1", "traffic", "consumers"):
+    for proc in ("mirror-idc1-to-idc2", "mirror-idc2-to-idc1", "traffic", "consumers", "spark-connect"):
         assert f"{proc}" in status and "running pid" in status.split(proc, 1)[1].splitlines()[0], status
+    # The Spark Connect server answers on its configured port (status probes a real session).
+    spark_line = status.split("spark-connect", 1)[1].splitlines()[0]
+    assert " ready " in spark_line and f"sc://127.0.0.1:{stack_env['OFFSET_PIPELINE_SPARK_CONNECT_PORT']}" in spark_line
+    url = devstack(stack_env, "spark-url").stdout.strip()  # what bin/up exports: the runs' shared session
+    assert url.startswith(f"sc://127.0.0.1:{stack_env['OFFSET_PIPELINE_SPARK_CONNECT_PORT']}/;session_id="), url
 
     bootstrap = {n: f"127.0.0.1:{stack_env[f'OFFSET_PIPELINE_{n.upper()}_PORT']}" for n in ("idc1", "idc2")}
     # Copies arrive on both sides, and consumer groups commit on their active clusters.

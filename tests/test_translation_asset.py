@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from datetime import datetime, timezone
 
 import dagster as dg
 import pytest
@@ -13,7 +14,13 @@ from offset_pipeline.assets.snapshot import offset_snapshot
 from offset_pipeline.assets.translation import offset_translations
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.spark_translation import translate_partition_rows
-from offset_pipeline.storage.translations import ensure_tables, insert_anchors, latest_anchors
+from offset_pipeline.storage.translations import (
+    TRANSLATIONS_DDL,
+    ensure_tables,
+    insert_anchors,
+    insert_translations,
+    latest_anchors,
+)
 from offset_pipeline.translation import Anchor, TranslationStatus, parse_decision_log_line
 from tests.conftest import wait_for
 
@@ -110,17 +117,18 @@ def test_translations_for_a_two_way_topic_satisfy_no_loss(kafka_pair, session_mi
     client = ClickHouseResource(dsn=chdb_dsn).get_client()
     rows = client.query(
         "SELECT partition, active, standby, committed, standby_offset, status, strategy, "
-        "anchor_active_offset, anchor_standby_offset FROM offset_translations "
+        "anchor_active_offset, anchor_standby_offset, safe_bound FROM offset_translations "
         "WHERE group_id = {g:String} AND snapshot_id = {s:String} ORDER BY partition",
         parameters={"g": group, "s": result.run_id},
     ).result_rows
     assert [r[0] for r in rows] == list(range(PARTITIONS))
     anchors = latest_anchors(client)
-    for p, active, standby, c, t, status, strategy, anchor_a, anchor_s in rows:
+    for p, active, standby, c, t, status, strategy, anchor_a, anchor_s, bound in rows:
         assert (active, standby, c) == ("idc1", "idc2", committed[p])
         assert TranslationStatus(status).translated, (p, status)
         assert strategy == "header_anchor"
         assert t is not None and 0 <= t <= per_partition
+        assert bound is not None and t <= bound <= per_partition, (p, t, bound)
         # NO-LOSS against the real data: every idc2 record below t is a copy of an idc1 record
         # below c (records are identified by their unique values).
         idc1_offset = {v: o for o, v in idc1_values[p].items()}
@@ -149,8 +157,8 @@ def test_unreachable_cluster_gives_cluster_unavailable_rows_not_a_failure(free_p
     out = translate_partition_rows(
         rows, {"idc1": free_port_conf, "idc2": free_port_conf}, snapshot_id="s", cycle_time_ms=0, timeout_s=1.0,
     )
-    assert [(r["group_id"], r["status"], r["standby_offset"]) for r in out] == [
-        ("a", "cluster_unavailable", None), ("b", "cluster_unavailable", None),
+    assert [(r["group_id"], r["status"], r["standby_offset"], r["safe_bound"]) for r in out] == [
+        ("a", "cluster_unavailable", None, None), ("b", "cluster_unavailable", None, None),
     ]
     assert parse_decision_log_line(out[0]["decision"])["status"] == "cluster_unavailable"
 
@@ -166,6 +174,25 @@ def test_latest_anchors_newest_row_wins_and_a_drop_forgets(chdb_dsn):
         {**key, "partition": 1, "active_offset": None, "standby_offset": None, "kept_at": 2000},
     ])
     assert latest_anchors(client) == {("g 'q'", "t", 0, "idc1", "idc2"): Anchor("idc1", "idc2", 9, 4)}
+
+
+def test_ensure_tables_adds_safe_bound_to_a_table_from_before_it(chdb_dsn):
+    client = ClickHouseResource(dsn=chdb_dsn).get_client()
+    old_ddl = TRANSLATIONS_DDL.replace(",\n    safe_bound            Nullable(Int64)", "")
+    assert "safe_bound" not in old_ddl
+    client.command(old_ddl)
+    client.insert("offset_translations", [["old", datetime.now(timezone.utc), "g", "t", 0]],
+                  column_names=["snapshot_id", "cycle_time", "group_id", "topic", "partition"])
+    ensure_tables(client)
+    ensure_tables(client)  # idempotent
+    insert_translations(client, [{
+        "snapshot_id": "new", "cycle_time": 1000, "group_id": "g 'q'", "topic": "t", "partition": 0,
+        "active": "idc1", "standby": "idc2", "committed": 5, "standby_committed": None, "strategy": "header_anchor",
+        "standby_offset": 4, "status": "header_exact", "reason": "", "expected_duplicates": None,
+        "timestamp_inversion": False, "anchor_active_offset": 5, "anchor_standby_offset": 4, "safe_bound": 4,
+    }])
+    assert client.query("SELECT snapshot_id, safe_bound FROM offset_translations ORDER BY snapshot_id").result_rows == [
+        ("new", 4), ("old", None)]
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""``python -m offset_pipeline.devstack {fetch,up,down,status,clean}`` — the local stack's commands."""
+"""``python -m offset_pipeline.devstack {fetch,up,down,status,clean,shapes,spark-url}`` — the local stack's commands."""
 
 from __future__ import annotations
 
@@ -18,17 +18,19 @@ def main(argv: list[str] | None = None) -> int:
     up = sub.add_parser("up", help="start both clusters, the mirror both ways, traffic and consumers")
     up.add_argument("--no-traffic", action="store_true", help="start without the traffic generator")
     up.add_argument("--no-consumers", action="store_true", help="start without the consumer groups")
+    up.add_argument("--no-spark-connect", action="store_true", help="start without the Spark Connect server")
     sub.add_parser("down", help="stop everything the stack started")
     sub.add_parser("status", help="show what runs")
     sub.add_parser("clean", help="stop everything and delete cluster data and logs (keeps the jar cache)")
     sub.add_parser("shapes", help="print OFFSET_PIPELINE_TOPIC_SHAPES for the traffic plan's topics")
+    sub.add_parser("spark-url", help="print the local Spark Connect server's URL (OFFSET_PIPELINE_SPARK_CONNECT_URL)")
     args = parser.parse_args(argv)
 
     settings = StackSettings.from_env()
     if args.command == "up":
         settings = StackSettings(
             settings.base_dir, settings.seed, settings.rate_scale,
-            traffic=not args.no_traffic, consumers=not args.no_consumers,
+            traffic=not args.no_traffic, consumers=not args.no_consumers, spark_connect=not args.no_spark_connect,
         )
     stack = DevStack(settings)
     try:
@@ -44,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
             stack.clean()
         elif args.command == "shapes":
             print(plan_topic_shapes())
+        elif args.command == "spark-url":
+            print(stack.spark_connect.url)
     except DevStackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

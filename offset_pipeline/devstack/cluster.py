@@ -112,7 +112,7 @@ def broker_properties(spec: ClusterSpec) -> dict[str, str]:
     return props
 
 
-def _port_in_use(port: int) -> bool:
+def port_in_use(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -232,7 +232,7 @@ class KafkaCluster:
                 "`python -m offset_pipeline.devstack fetch` first."
             )
         for port, what in ((self.spec.port, "client"), (self.spec.controller_port, "controller")):
-            if _port_in_use(port):
+            if port_in_use(port):
                 raise BrokerStartError(
                     f"{self.spec.name}: {what} port 127.0.0.1:{port} is already in use by another "
                     f"process; stop it or choose other ports. Last broker log lines:\n{self.log_tail()}"

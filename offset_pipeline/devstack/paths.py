@@ -42,3 +42,11 @@ def cluster_ports() -> tuple[ClusterPorts, ...]:
         )
         for p in DEFAULT_PORTS
     )
+
+
+DEFAULT_SPARK_CONNECT_PORT = 15002
+
+
+def spark_connect_port() -> int:
+    """The local Spark Connect server's port: ``OFFSET_PIPELINE_SPARK_CONNECT_PORT``, default 15002."""
+    return int(os.environ.get("OFFSET_PIPELINE_SPARK_CONNECT_PORT", DEFAULT_SPARK_CONNECT_PORT))

@@ -1,4 +1,5 @@
-"""Long-running helper processes of the stack (mirrors, traffic, consumers), tracked by pid files."""
+"""Long-running helper processes of the stack (mirrors, traffic, consumers, the Spark Connect
+server), tracked by pid files."""
 
 from __future__ import annotations
 
@@ -16,12 +17,18 @@ from offset_pipeline.devstack.errors import DevStackError
 
 @dataclass(frozen=True)
 class ManagedProcess:
-    """A detached ``python -m <module> <args>`` with its log and pid file under ``run_dir``."""
+    """A detached ``python -m <module> <args>`` (or ``<program> <args>``) with its log and pid file
+    under ``run_dir``. ``env``: variables added to this process's environment."""
 
     name: str
     module: str
     args: tuple[str, ...]
     run_dir: Path
+    program: tuple[str, ...] = ()  # run this instead of ``python -m module``
+    env: tuple[tuple[str, str], ...] = ()
+
+    def command(self) -> list[str]:
+        return [*(self.program or (sys.executable, "-m", self.module)), *self.args]
 
     @property
     def pid_path(self) -> Path:
@@ -48,9 +55,9 @@ class ManagedProcess:
             log.write(f"\n=== starting {self.name} at {time.strftime('%Y-%m-%dT%H:%M:%S')} ===\n".encode())
             log.flush()
             proc = subprocess.Popen(
-                [sys.executable, "-m", self.module, *self.args],
+                self.command(),
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True,
+                start_new_session=True, env={**os.environ, **dict(self.env)} if self.env else None,
             )
         self.pid_path.write_text(str(proc.pid))
         deadline = time.monotonic() + settle_s

@@ -1,4 +1,5 @@
-"""The whole local stack: two clusters, the mirror both ways, traffic and consumer groups.
+"""The whole local stack: two clusters, the mirror both ways, traffic and consumer groups, and the
+Spark Connect server the sync runs use.
 
 ``DevStack.up()`` is what the README's main command runs before it starts the Dagster UI.
 Everything lives under :func:`~offset_pipeline.devstack.paths.stack_dir`.
@@ -13,8 +14,9 @@ from pathlib import Path
 
 from offset_pipeline.devstack.cluster import ClusterSpec, KafkaCluster
 from offset_pipeline.devstack.jars import fetch_jars
-from offset_pipeline.devstack.paths import cluster_ports, jars_dir, stack_dir
+from offset_pipeline.devstack.paths import cluster_ports, jars_dir, spark_connect_port, stack_dir
 from offset_pipeline.devstack.processes import ManagedProcess
+from offset_pipeline.devstack.spark_connect import SparkConnectServer
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class StackSettings:
     rate_scale: float = 1.0
     traffic: bool = True
     consumers: bool = True
+    spark_connect: bool = True
 
     @classmethod
     def from_env(cls) -> "StackSettings":
@@ -53,6 +56,11 @@ class DevStack:
             KafkaCluster(ClusterSpec(p.name, p.port, p.controller_port, settings.base_dir / p.name), jars_dir())
             for p in cluster_ports()
         ]
+
+    @property
+    def spark_connect(self) -> SparkConnectServer:
+        """The long-lived Spark driver the sync runs connect to (``OFFSET_PIPELINE_SPARK_CONNECT_URL``)."""
+        return SparkConnectServer(spark_connect_port(), self.run_dir)
 
     @property
     def bootstraps(self) -> dict[str, str]:
@@ -98,6 +106,9 @@ class DevStack:
 
     def up(self, echo=print) -> None:
         echo(f"Kafka jars: {fetch_jars(jars_dir())}")
+        spark = self.spark_connect if self.settings.spark_connect else None
+        if spark is not None:
+            spark.launch()  # the JVM starts while the brokers do; readiness is awaited at the end
         for cluster in self.clusters:
             status = cluster.start()
             echo(f"cluster {status.line()}")
@@ -107,8 +118,13 @@ class DevStack:
         ensure_topics(default_plan(), self.bootstraps)
         for proc in self.processes():
             echo(f"{proc.name:22} pid {proc.start()}  log {proc.log_path}")
+        if spark is not None:
+            pid = spark.start()
+            echo(f"{spark.name:22} pid {pid}  {spark.url}  log {spark.process().log_path}")
 
     def down(self, echo=print) -> None:
+        if self.spark_connect.stop():
+            echo(f"stopped {self.spark_connect.name}")
         for proc in reversed(self.processes()):
             if proc.stop():
                 echo(f"stopped {proc.name}")
@@ -121,6 +137,7 @@ class DevStack:
         for proc in self.processes():
             pid = proc.pid()
             lines.append(f"{proc.name:22} {'running pid ' + str(pid) if pid else 'stopped':16} log {proc.log_path}")
+        lines.append(self.spark_connect.status_line())
         return lines
 
     def clean(self, echo=print) -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
 # Groups the pipeline itself or Kafka tooling creates: never synced unless included explicitly.
 DEFAULT_GROUP_EXCLUDE = r"^(offset-pipeline-|console-consumer-|connect-|__)"
@@ -102,3 +102,24 @@ def read_partition_ranges(
 def topic_partition_counts(admin: AdminClient, timeout_s: float = 15.0) -> dict[str, int]:
     metadata = admin.list_topics(timeout=timeout_s)
     return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
+
+
+def topic_timestamp_types(admin: AdminClient, topics: list[str], timeout_s: float = 15.0) -> dict[str, str]:
+    """topic -> ``CreateTime`` or ``LogAppendTime`` (``message.timestamp.type``), for the topics
+    that exist. One describe request for all of them: the timestamp search needs CreateTime on
+    the standby (DESIGN.md §4.2)."""
+    if not topics:
+        return {}
+    resources = [ConfigResource(ResourceType.TOPIC, t) for t in sorted(set(topics))]
+    out: dict[str, str] = {}
+    for resource, future in admin.describe_configs(resources, request_timeout=timeout_s).items():
+        try:
+            entries = future.result(timeout=timeout_s)
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                continue  # the snapshot reports the topic missing
+            raise
+        entry = entries.get("message.timestamp.type")
+        if entry is not None and entry.value:
+            out[resource.name] = entry.value
+    return out

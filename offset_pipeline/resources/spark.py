@@ -82,8 +82,27 @@ def get_spark_session(
     settings are applied to it, static ones such as master or driver memory are not).
     """
     conf = spark_conf(master, connect_url, spark_config)
+    if "spark.remote" in conf:
+        return _connect_session(conf)
     pin_python_interpreter()
     builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _connect_session(conf: Mapping[str, str]):
+    """A Spark Connect session (the server's own Python workers run the UDFs; nothing to pin here).
+
+    Built with the Connect builder itself: pyspark's generic builder refuses a Connect session in a
+    process that already runs a local SparkContext (a test session, a notebook). Like that builder,
+    it marks the process as a Connect client so ``pyspark.sql.functions`` build Connect columns.
+    Runtime SQL settings (shuffle partitions, time zone) are applied to the server-side session.
+    """
+    from pyspark.sql.connect.session import SparkSession as ConnectSparkSession
+
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    builder = ConnectSparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

@@ -6,11 +6,10 @@ first cycle, or a cycle before any commit) reads as empty.
 
 from __future__ import annotations
 
+from offset_pipeline.storage.commits import TABLE as COMMITS_TABLE
 from offset_pipeline.storage.snapshots import TABLE as SNAPSHOTS_TABLE
 from offset_pipeline.storage.translations import TRANSLATIONS_TABLE
 from offset_pipeline.sync_work import DirectionHistory
-
-COMMITS_TABLE = "offset_commits"
 
 
 def _exists(client, table: str) -> bool:

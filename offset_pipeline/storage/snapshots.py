@@ -70,3 +70,27 @@ def insert_rows(client, rows: list[SnapshotRow]) -> int:
     names = ["snapshot_time" if c == "snapshot_time_ms" else c for c in COLUMNS]
     client.insert(TABLE, data, column_names=names)
     return len(rows)
+
+
+def previous_committed_offsets(
+    client, snapshot_id: str, group_ids: list[str]
+) -> dict[tuple[str, str], dict[tuple[str, int], int]]:
+    """(cluster, group) -> {(topic, partition): committed offset} in that group's newest snapshot on
+    that cluster taken before ``snapshot_id`` (the group's own previous snapshot, which need not be
+    the cycle's previous one). Pairs with no earlier snapshot are absent."""
+    if not group_ids:
+        return {}
+    rows = client.query(
+        f"SELECT cluster, group_id, topic, partition, committed_offset FROM {TABLE} "
+        "WHERE group_id IN {groups:Array(String)} AND committed_offset IS NOT NULL "
+        "AND (cluster, group_id, snapshot_id) IN ("
+        f"  SELECT cluster, group_id, argMax(snapshot_id, snapshot_time) FROM {TABLE} "
+        "  WHERE group_id IN {groups:Array(String)} "
+        f"  AND snapshot_time < (SELECT min(snapshot_time) FROM {TABLE} WHERE snapshot_id = {{sid:String}}) "
+        "  GROUP BY cluster, group_id)",
+        parameters={"groups": list(group_ids), "sid": snapshot_id},
+    ).result_rows
+    out: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
+    for cluster, group_id, topic, partition, offset in rows:
+        out.setdefault((cluster, group_id), {})[(topic, int(partition))] = int(offset)
+    return out

@@ -1,7 +1,9 @@
 """The ``offset_translations`` and ``offset_anchors`` tables.
 
 ``offset_translations``: append-only, one row per group-partition and sync cycle (translated or
-not), keyed by the cycle's ``snapshot_id``. ``offset_anchors``: the standby-origin anchor each
+not), keyed by the cycle's ``snapshot_id``; ``safe_bound`` is the largest standby offset the facts
+proved loss-free (``translation.safe_standby_bound``), NULL when nothing was proven or no facts
+were read. ``offset_anchors``: the standby-origin anchor each
 group-partition keeps for the next cycle (DESIGN.md §4.1); rows are appended and the newest row per
 key wins (``argMax`` by ``kept_at``). A row with NULL offsets records that the anchor was dropped.
 
@@ -37,11 +39,18 @@ CREATE TABLE IF NOT EXISTS {TRANSLATIONS_TABLE}
     expected_duplicates   Nullable(Int64),
     timestamp_inversion   Bool,
     anchor_active_offset  Nullable(Int64),
-    anchor_standby_offset Nullable(Int64)
+    anchor_standby_offset Nullable(Int64),
+    safe_bound            Nullable(Int64)
 )
 ENGINE = MergeTree
 ORDER BY (group_id, topic, partition, cycle_time)
 """
+
+# Columns added after the table's first release: CREATE TABLE IF NOT EXISTS leaves an existing
+# table as it is, so ensure_tables adds them (idempotent).
+TRANSLATIONS_ADDED_COLUMNS = (
+    f"ALTER TABLE {TRANSLATIONS_TABLE} ADD COLUMN IF NOT EXISTS safe_bound Nullable(Int64) AFTER anchor_standby_offset",
+)
 
 ANCHORS_DDL = f"""
 CREATE TABLE IF NOT EXISTS {ANCHORS_TABLE}
@@ -64,7 +73,7 @@ ORDER BY (group_id, topic, partition, active, standby, kept_at)
 TRANSLATION_COLUMNS = [
     "snapshot_id", "cycle_time", "group_id", "topic", "partition", "active", "standby", "committed",
     "standby_committed", "strategy", "standby_offset", "status", "reason", "expected_duplicates",
-    "timestamp_inversion", "anchor_active_offset", "anchor_standby_offset",
+    "timestamp_inversion", "anchor_active_offset", "anchor_standby_offset", "safe_bound",
 ]
 ANCHOR_COLUMNS = [
     "group_id", "topic", "partition", "active", "standby", "active_offset", "standby_offset", "snapshot_id", "kept_at",
@@ -75,6 +84,8 @@ AnchorKey = tuple[str, str, int, str, str]  # group, topic, partition, active, s
 
 def ensure_tables(client) -> None:
     client.command(TRANSLATIONS_DDL)
+    for statement in TRANSLATIONS_ADDED_COLUMNS:
+        client.command(statement)
     client.command(ANCHORS_DDL)
 
 

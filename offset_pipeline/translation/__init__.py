@@ -28,6 +28,7 @@ from .headers import (
     parse_origin,
 )
 from .result import Anchor, Strategy, TranslationResult, TranslationStatus, untranslatable
+from .safe_bound import safe_standby_bound
 from .shape import HeaderObservation, ShapeKind, ShapeSource, TopicShape, decide_shape, parse_shape
 from .timestamp_search import translate_by_timestamp
 from .translate import (
@@ -74,6 +75,7 @@ __all__ = [
     "parse_decision_log_line",
     "parse_origin",
     "parse_shape",
+    "safe_standby_bound",
     "translate_by_header_anchor",
     "translate_by_timestamp",
     "translate_caught_up",

@@ -1,0 +1,368 @@
+"""How long one full sync cycle takes at scale, and what bounds it. Prints figures; asserts nothing.
+
+    .venv/bin/python bench/cycle_benchmark.py [--topics 100 --partitions 20 --groups-per-topic 5 --cycles 5]
+
+Set-up (not timed as a cycle): two KRaft clusters on free ports in a temporary folder, every topic
+created on both, filled with a mix of shapes (two-way with producers on both sides; one-way with
+increasing timestamps; one-way with equal-timestamp batches), mirrored both ways by the real
+DataMirror until every record is copied (then the mirror stops: the cycles run over quiescent
+logs), one real member per group on its active cluster (idc1 or idc2) with commits at varied
+positions. Then:
+
+* ``--cycles`` full cycles: every asset of the ``offset_sync`` group materialized in this process
+  (``dg.materialize``) with the project's resources pointed at these clusters, an embedded
+  ClickHouse in the temporary folder and a Spark session kept warm across cycles: through a Spark
+  Connect server started for the benchmark (``--spark connect``, the default; the stack's shape)
+  or local Spark in this process (``--spark local``);
+* ``--launched-runs`` cycles as Dagster launches them: a fresh ``dagster job execute`` process each
+  (code location load, Spark Connect session, run), so the per-run process cost shows too;
+* the floor (``floor_reads.py``): the same Kafka lookups by a minimal sequential script.
+
+Stage times come from the run's step events (start to success); each asset's metadata adds its own
+figures. Strategy rates come from this cycle's ``offset_translations`` rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+sys.path.insert(0, str(BENCH_DIR))
+
+import dagster as dg  # noqa: E402
+
+from _clusters import CLUSTERS, ActiveGroups, ScratchClusters, Workload, create_and_fill, free_port, mirror_both_ways  # noqa: E402
+from floor_reads import FloorPartition, run_floor  # noqa: E402
+from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges  # noqa: E402
+
+CADENCE_S = 30.0
+
+
+def offset_sync_assets() -> list:
+    from offset_pipeline.assets import all_assets
+
+    return [a for a in all_assets if set(a.group_names_by_key.values()) == {"offset_sync"}]
+
+
+def resources(clusters: ScratchClusters, dsn: str, spark_connect_url: str | None) -> dict:
+    from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
+
+    return {
+        **{name: KafkaClusterResource(cluster_name=name, bootstrap_servers=bs) for name, bs in clusters.bootstraps.items()},
+        "clickhouse": ClickHouseResource(dsn=dsn),
+        "spark": SparkResource(connect_url=spark_connect_url) if spark_connect_url else SparkResource(),
+    }
+
+
+def step_seconds(instance: dg.DagsterInstance, run_id: str) -> dict[str, float]:
+    """Step key -> seconds from its start event to its success (or failure) event."""
+    starts, ends = {}, {}
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is None or entry.step_key is None:
+            continue
+        if event.event_type == dg.DagsterEventType.STEP_START:
+            starts[entry.step_key] = entry.timestamp
+        elif event.event_type in (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE):
+            ends[entry.step_key] = entry.timestamp
+    return {k: ends[k] - starts[k] for k in starts if k in ends}
+
+
+def run_window(instance: dg.DagsterInstance, run_id: str) -> float:
+    """Seconds from the run's start event to its success/failure event."""
+    times = {}
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is not None and event.event_type in (
+            dg.DagsterEventType.RUN_START, dg.DagsterEventType.RUN_SUCCESS, dg.DagsterEventType.RUN_FAILURE
+        ):
+            times[event.event_type] = entry.timestamp
+    start = times.get(dg.DagsterEventType.RUN_START)
+    end = times.get(dg.DagsterEventType.RUN_SUCCESS) or times.get(dg.DagsterEventType.RUN_FAILURE)
+    return end - start if start and end else float("nan")
+
+
+def translation_shares(dsn: str, snapshot_id: str) -> Counter:
+    from offset_pipeline.resources.clickhouse import ClickHouseResource, close_embedded_clients
+
+    client = ClickHouseResource(dsn=dsn).get_client()
+    try:
+        rows = client.query(
+            "SELECT status, strategy, count() FROM offset_translations WHERE snapshot_id = {s:String} "
+            "GROUP BY status, strategy",
+            parameters={"s": snapshot_id},
+        ).result_rows
+    finally:
+        close_embedded_clients(dsn)  # chdb: one process per data path (a launched run needs it)
+    return Counter({(status, strategy): n for status, strategy, n in rows})
+
+
+def floor_partitions(clusters: ScratchClusters, workload: Workload, groups: ActiveGroups) -> list[FloorPartition]:
+    shapes = workload.shapes()
+    active_of = {g.group_id: g.active for g in workload.groups()}
+    committed: dict[tuple[str, str, int], list[int]] = {}
+    for (group_id, topic, p), c in groups.committed.items():
+        committed.setdefault((active_of[group_id], topic, p), []).append(c)
+    tps = sorted({(t, p) for _, t, p in committed})
+    ranges = {
+        name: {(r.topic, r.partition): r for r in read_partition_ranges(clusters.admin(name), name, tps)}
+        for name in CLUSTERS
+    }
+    out = []
+    for (active, topic, p), cs in sorted(committed.items()):
+        standby = next(n for n in CLUSTERS if n != active)
+        a, s = ranges[active][(topic, p)], ranges[standby][(topic, p)]
+        out.append(FloorPartition(
+            topic, p, active, standby, tuple(cs), a.log_start, a.log_end, s.log_end,
+            timestamp_search=shapes[topic] == f"one_way:{active}",
+        ))
+    return out
+
+
+def launched_run(clusters: ScratchClusters, dsn: str, shapes: dict, spark_connect_url: str | None, home: Path) -> dict:
+    """One cycle as a fresh process (what the sensor's run launcher starts), timed from outside."""
+    env = dict(os.environ)
+    env.update({
+        "DAGSTER_HOME": str(home),
+        "OFFSET_PIPELINE_IDC1_BOOTSTRAP": clusters.bootstraps["idc1"],
+        "OFFSET_PIPELINE_IDC2_BOOTSTRAP": clusters.bootstraps["idc2"],
+        "OFFSET_PIPELINE_CLICKHOUSE_DSN": dsn,
+        "OFFSET_PIPELINE_TOPIC_SHAPES": ",".join(f"{t}={s}" for t, s in shapes.items()),
+    })
+    env.pop("OFFSET_PIPELINE_SPARK_MASTER", None)
+    env.pop("OFFSET_PIPELINE_SPARK_CONNECT_URL", None)
+    if spark_connect_url:
+        env["OFFSET_PIPELINE_SPARK_CONNECT_URL"] = spark_connect_url
+    home.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("dagster")), "job", "execute", "-m", "offset_pipeline.definitions",
+         "-j", "offset_sync_cycle"],
+        env=env, cwd=REPO_ROOT, capture_output=True, text=True,
+    )
+    wall = time.monotonic() - started
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
+        raise RuntimeError(f"dagster job execute failed:\n{tail}")
+    instance = dg.DagsterInstance.from_config(str(home))
+    run = instance.get_runs(limit=1)[0]
+    figures = {"wall": wall, "run": run_window(instance, run.run_id), "steps": step_seconds(instance, run.run_id),
+               "run_id": run.run_id, "events": len(instance.all_logs(run.run_id))}
+    instance.dispose()
+    return figures
+
+
+# -- printing ---------------------------------------------------------------------------------------
+
+
+def table(headers: list[str], rows: list[list], align: str | None = None) -> str:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    align = align or "l" + "r" * (len(headers) - 1)
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append("  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(row, widths, align)))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def s(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--topics", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=20)
+    parser.add_argument("--groups-per-topic", type=int, default=5)
+    parser.add_argument("--topics-per-group", type=int, default=10, help="topics each group reads (fewer members)")
+    parser.add_argument("--records-per-partition", type=int, default=40, help="per producing cluster")
+    parser.add_argument("--cycles", type=int, default=5)
+    parser.add_argument("--quiet-cycles", type=int, default=2,
+                        help="extra cycles with the instance's python_log_level at WARNING (no per-row INFO logs)")
+    parser.add_argument("--launched-runs", type=int, default=1, help="cycles run as a fresh `dagster job execute`")
+    parser.add_argument("--spark", choices=("connect", "local"), default="connect")
+    parser.add_argument("--connect-url", help="use this Spark Connect server instead of starting one")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+
+    workload = Workload(args.topics, args.partitions, args.groups_per_topic, min(args.topics_per_group, args.topics),
+                        args.records_per_partition, args.seed)
+    shapes = workload.shapes()
+    print(f"offset_pipeline cycle benchmark: {os.cpu_count()} cores, Spark {args.spark}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="offset-pipeline-cycle-bench-") as tmp:
+        tmp_dir = Path(tmp)
+        server = None
+        url = args.connect_url
+        if args.spark == "connect" and url is None:
+            from offset_pipeline.devstack.spark_connect import SparkConnectServer
+
+            server = SparkConnectServer(free_port(), tmp_dir / "run")
+            server.launch()  # the JVM starts while the brokers do
+            url = server.url
+        try:
+            with ScratchClusters(tmp_dir / "kafka") as clusters:
+                t = time.monotonic()
+                filled = create_and_fill(clusters, workload)
+                print(f"set-up: {workload.topics} topics x {workload.partitions} partitions on both clusters, "
+                      f"records produced {filled.produced} in {filled.seconds:.1f}s", flush=True)
+                _, mirror_s = mirror_both_ways(clusters, workload, filled.produced)
+                print(f"set-up: mirrored both ways in {mirror_s:.1f}s", flush=True)
+                with ActiveGroups(clusters, workload) as groups:
+                    print(f"set-up: {len(groups.members)} groups with members and commits in {groups.seconds:.1f}s "
+                          f"(set-up total {time.monotonic() - t:.1f}s)", flush=True)
+                    if server is not None:
+                        server.wait_ready()
+                    report = run_benchmark(args, workload, clusters, groups, tmp_dir, url)
+        finally:
+            if server is not None:
+                server.stop()
+    print(report)
+    return 0
+
+
+def run_benchmark(args, workload: Workload, clusters: ScratchClusters, groups: ActiveGroups, tmp_dir: Path,
+                  url: str | None) -> str:
+    dsn = f"chdb://{tmp_dir / 'clickhouse'}"
+    assets = offset_sync_assets()
+    run_config = {
+        "ops": {"offset_translations": {"config": {"topic_shapes": workload.shapes()}}},
+        # Decision lines still go to the run's event log (as in a launched run); just not to this console.
+        "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+    }
+    runs: list[dict] = []
+
+    def in_process(label: str, instance: dg.DagsterInstance) -> None:
+        started = time.monotonic()
+        result = dg.materialize(assets, resources=resources(clusters, dsn, url), run_config=run_config,
+                                instance=instance, raise_on_error=False)
+        wall = time.monotonic() - started
+        if not result.success:
+            failure = next((e for e in result.all_events if e.is_failure), None)
+            raise RuntimeError(f"cycle {label} failed: {failure.event_specific_data if failure else result}")
+        metadata = {
+            a.key.to_user_string(): {
+                k: v.value for k, v in result.asset_materializations_for_node(a.key.path[-1])[0].metadata.items()
+            }
+            for a in assets
+        }
+        runs.append({
+            "label": label, "wall": wall, "run": run_window(instance, result.run_id),
+            "steps": step_seconds(instance, result.run_id), "events": len(instance.all_logs(result.run_id)),
+            "metadata": metadata, "shares": translation_shares(dsn, result.run_id),
+        })
+        print(f"cycle {label}: {wall:.2f}s", flush=True)
+
+    instance = dg.DagsterInstance.ephemeral()
+    for n in range(1, args.cycles + 1):
+        in_process(f"{n}" + (" (cold)" if n == 1 else ""), instance)
+    # The same cycle with the instance's python_log_level at WARNING: context.log.info calls (one
+    # decision line per group-partition) are dropped before they reach the event log.
+    quiet = dg.DagsterInstance.ephemeral(settings={"python_logs": {"python_log_level": "WARNING"}})
+    for n in range(1, args.quiet_cycles + 1):
+        in_process(f"q{n} (no INFO logs)", quiet)
+
+    for n in range(1, args.launched_runs + 1):
+        figures = launched_run(clusters, dsn, workload.shapes(), url, tmp_dir / "dagster_home")
+        figures["shares"] = translation_shares(dsn, figures["run_id"])
+        figures["label"] = f"L{n} launched"
+        runs.append(figures)
+        print(f"launched run {n}: {figures['wall']:.2f}s", flush=True)
+
+    if url and not args.connect_url:  # our own server: close the session before the server goes away
+        from offset_pipeline.resources.spark import get_spark_session
+
+        get_spark_session(connect_url=url).stop()
+    floor_inputs = floor_partitions(clusters, workload, groups)
+    floors = [run_floor(clusters.bootstraps, floor_inputs) for _ in range(2)]
+    floor = min(floors, key=lambda f: f.seconds)
+    return format_report(args, workload, url, runs, floor, floor_inputs)
+
+
+STEPS = {"offset_snapshot": "snapshot", "offset_translations": "translate", "offset_standby_commits": "commit"}
+
+
+def format_report(args, workload, url, runs, floor, floor_inputs) -> str:
+    keys = list(STEPS) + sorted({k for r in runs for k in r["steps"]} - set(STEPS))
+    first = next((r for r in runs if "metadata" in r), {})
+    group_partitions = first.get("metadata", {}).get("offset_translations", {}).get("group_partitions", "?")
+    lines = [
+        "",
+        "=" * 100,
+        f"workload: {workload.topics} topics x {workload.partitions} partitions, {len(workload.groups())} groups "
+        f"({workload.groups_per_topic} per topic, {workload.topics_per_group} topics each, active on idc1 and idc2): "
+        f"{workload.group_partitions} group-partitions ({group_partitions} translated rows per cycle)",
+        f"spark: {'Spark Connect ' + url if url else 'local[*] in the benchmark process'}; cores: {os.cpu_count()}",
+        "",
+        "cycle time by stage, seconds (step start to success; run = run start to end; wall = the materialize call",
+        "or, for launched runs, the whole `dagster job execute` process; events = event log entries of the run):",
+    ]
+    rows = []
+    for r in runs:
+        tr = r.get("metadata", {}).get("offset_translations", {})
+        rows.append([
+            r["label"], *[s(r["steps"].get(k)) for k in keys], s(tr.get("spark_seconds")), s(r["run"]), s(r["wall"]),
+            f"{r['wall'] / CADENCE_S:.2f}", r.get("events", "-"),
+        ])
+    warm = [r for r in runs if r["label"][0].isdigit() and "cold" not in r["label"]] or runs[:1]
+    median = {k: statistics.median([r["steps"][k] for r in warm]) for k in keys if all(k in r["steps"] for r in warm)}
+    warm_wall = statistics.median([r["wall"] for r in warm])
+    rows.append([
+        "warm median", *[s(median.get(k)) for k in keys],
+        s(statistics.median([r["metadata"].get("offset_translations", {}).get("spark_seconds", 0.0) for r in warm])),
+        s(statistics.median([r["run"] for r in warm])), s(warm_wall), f"{warm_wall / CADENCE_S:.2f}", "",
+    ])
+    lines.append(table(["cycle", *[STEPS.get(k, k) for k in keys], "(spark)", "run", "wall", "/30s", "events"], rows))
+    missing = [k for k in STEPS if not any(k in r["steps"] for r in runs)]
+    if missing:
+        lines.append(f"(no step {', '.join(missing)} in the offset_sync group yet: not measured)")
+    lines += [
+        "",
+        f"floor (bench/floor_reads.py: one consumer per cluster, sequential, same lookups): {floor.seconds:.2f}s over "
+        f"{len(floor_inputs)} topic-partitions ({floor.active_records} active records, {floor.standby_records} standby "
+        f"records, {floor.offsets_for_times_calls} offsets_for_times)",
+    ]
+    ratios = [["warm cycle (wall)", warm_wall], ["warm translate step", median.get("offset_translations")]]
+    ratios += [[f"{r['label']} (wall)", r["wall"]] for r in runs if not r["label"][0].isdigit()]
+    lines.append(table(
+        ["measure", "seconds", "x 30 s cadence (target <= 0.5)", "x floor (target <= 3)"],
+        [[name, s(v), f"{v / CADENCE_S:.2f}" if v else "-", f"{v / floor.seconds:.2f}" if v else "-"]
+         for name, v in ratios],
+    ))
+
+    from offset_pipeline.translation import TranslationStatus
+
+    lines += ["", "translations per cycle (share of group-partitions, from offset_translations):"]
+    shares = [r["shares"] for r in runs]
+    combos = sorted({k for sh in shares for k in sh})
+
+    def share(sh: Counter, keep) -> str:
+        total = sum(sh.values())
+        return f"{100 * sum(v for k, v in sh.items() if keep(*k)) / total:.1f}%" if total else "-"
+
+    rows2 = [[status, strategy, *[share(sh, lambda a, b, k=(status, strategy): (a, b) == k) for sh in shares]]
+             for status, strategy in combos]
+    for strategy in sorted({stg for _, stg in combos if stg != "none"}):
+        rows2.append([f"translated via {strategy}", "", *[
+            share(sh, lambda a, b, x=strategy: b == x and TranslationStatus(a).translated) for sh in shares
+        ]])
+    rows2.append(["translated (all)", "", *[share(sh, lambda a, b: TranslationStatus(a).translated) for sh in shares]])
+    rows2.append(["exact (InSync candidates)", "", *[share(sh, lambda a, b: TranslationStatus(a).exact) for sh in shares]])
+    labels = [r["label"].split(" ")[0] for r in runs]
+    lines.append(table(["status", "strategy", *labels], rows2, align="ll" + "r" * len(labels)))
+    lines.append("=" * 100)
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

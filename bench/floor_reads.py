@@ -1,0 +1,133 @@
+"""The floor: the Kafka lookups of one translation cycle, done by a minimal sequential script.
+
+One read_committed consumer per cluster, reused for every partition, no Spark, no Dagster, no
+ClickHouse, no translation logic. Per topic-partition (all its groups at once, as the pipeline):
+
+* active side: one forward read from ``min(c) - window`` to the first record at or after ``max(c)``;
+* one-way topics translated from the producing side: per distinct searched timestamp (the record
+  at ``c``, else the last one below it) one ``offsets_for_times`` on the standby, then per distinct
+  answer a forward read until the copy's ``Offset`` header reaches the searched record (at most
+  ``refine_window`` records).
+
+The pipeline's cycle time divided by this is what its machinery costs over the unavoidable reads.
+Used by ``cycle_benchmark.py``; :func:`run_floor` takes plain inputs, so other benchmarks can use
+it too.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+ORIGIN_OFFSET_HEADER = "Offset"
+
+
+@dataclass(frozen=True)
+class FloorPartition:
+    topic: str
+    partition: int
+    active: str
+    standby: str
+    committed: tuple[int, ...]  # every group's c on the active cluster
+    active_log_start: int
+    active_log_end: int
+    standby_log_end: int
+    timestamp_search: bool  # one-way topic, translated from its producing cluster
+
+
+@dataclass
+class FloorResult:
+    seconds: float
+    partitions: int
+    active_records: int = 0
+    standby_records: int = 0
+    offsets_for_times_calls: int = 0
+
+
+def _consumer(bootstrap: str) -> Consumer:
+    return Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": f"offset-pipeline-floor-{uuid.uuid4().hex}",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+        "enable.partition.eof": True,
+        "fetch.wait.max.ms": 1,
+        "log_level": 3,
+    })
+
+
+def _read(consumer: Consumer, topic: str, partition: int, start: int, end: int, done, limit: int | None = None) -> list:
+    """Records from ``start`` below ``end`` until ``done(msg)``, ``limit`` records or the end of the log."""
+    if start >= end:
+        return []
+    consumer.assign([TopicPartition(topic, partition, start)])
+    out = []
+    try:
+        while True:
+            batch = consumer.consume(500, timeout=0) or [m for m in [consumer.poll(1.0)] if m is not None]
+            for msg in batch:
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        return out
+                    continue
+                if msg.offset() >= end:
+                    return out
+                out.append(msg)
+                if done(msg) or (limit is not None and len(out) >= limit):
+                    return out
+            if batch and consumer.position([TopicPartition(topic, partition)])[0].offset >= end:
+                return out
+    finally:
+        consumer.unassign()
+
+
+def _origin_offset(msg) -> int | None:
+    for key, value in msg.headers() or []:
+        if key == ORIGIN_OFFSET_HEADER:
+            return int(value)
+    return None
+
+
+def run_floor(bootstraps: dict[str, str], partitions: list[FloorPartition], *, window: int = 50,
+              refine_window: int = 200) -> FloorResult:
+    consumers = {name: _consumer(bootstrap) for name, bootstrap in bootstraps.items()}
+    result = FloorResult(0.0, len(partitions))
+    try:
+        for name, consumer in consumers.items():  # connect and learn the brokers before timing
+            consumer.list_topics(timeout=10)
+        started = time.monotonic()
+        for fp in partitions:
+            active, standby = consumers[fp.active], consumers[fp.standby]
+            inside = [c for c in fp.committed if fp.active_log_start <= c <= fp.active_log_end]
+            if not inside:
+                continue
+            top = max(inside)
+            records = _read(active, fp.topic, fp.partition, max(fp.active_log_start, min(inside) - window),
+                            fp.active_log_end, lambda m: m.offset() >= top)
+            result.active_records += len(records)
+            if not fp.timestamp_search or not records:
+                continue
+            searched = {}
+            for c in inside:
+                at = next((m for m in records if m.offset() >= c), None) or next(
+                    (m for m in reversed(records) if m.offset() < c), None)
+                if at is not None:
+                    searched[at.timestamp()[1]] = max(searched.get(at.timestamp()[1], -1), at.offset())
+            for ts, active_offset in searched.items():
+                answer = standby.offsets_for_times([TopicPartition(fp.topic, fp.partition, ts)], timeout=10)[0]
+                result.offsets_for_times_calls += 1
+                if answer.offset < 0:
+                    continue
+                refine = _read(
+                    standby, fp.topic, fp.partition, answer.offset, fp.standby_log_end,
+                    lambda m, a=active_offset: (_origin_offset(m) or -1) >= a, limit=refine_window,
+                )
+                result.standby_records += len(refine)
+        result.seconds = time.monotonic() - started
+    finally:
+        for consumer in consumers.values():
+            consumer.close()
+    return result

@@ -1,0 +1,128 @@
+"""``offset_standby_commits``: each cycle, write the translated offsets to the standby groups.
+
+Reads this run's ``offset_translations`` rows, and per group (``offset_pipeline/commit_step.py``):
+re-reads the standby group (members, committed offsets) and the active member count just before
+planning, finds partitions reset backwards on the active cluster since the group's previous
+snapshot, plans with ``plan_standby_commits`` (DESIGN.md §5, with each partition's safe bound) and
+writes with ONE commit call per group, never in a dry run. Every decision is logged
+(``commit_log_line``) and appended to ``offset_commits``, also dry-run, refused, split-brain,
+skipped and failed ones. One group failing (a cluster down) never fails the others.
+
+Asset checks: ``no_loss`` (ERROR) and ``sync_freshness`` (WARN), see ``offset_pipeline/commit_checks.py``.
+"""
+
+import time
+from collections import Counter, defaultdict
+
+import dagster as dg
+from pydantic import Field
+
+from offset_pipeline.commit_checks import (
+    FRESHNESS_CHECK,
+    NO_LOSS_CHECK,
+    evaluate_no_loss,
+    evaluate_sync_freshness,
+)
+from offset_pipeline.commit_rules import commit_log_line
+from offset_pipeline.commit_step import TRANSLATED_COLUMNS, CycleContext, TranslatedRow, commit_group
+from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
+from offset_pipeline.settings import dry_run_default
+from offset_pipeline.storage import commits, snapshots, translations
+
+
+class CommitConfig(dg.Config):
+    # Default from OFFSET_PIPELINE_DRY_RUN (1/true/yes/on): decide and record, write nothing.
+    dry_run: bool = Field(default_factory=dry_run_default)
+    max_sync_age_s: float = 300.0  # sync_freshness fails for a group not fully synced this long
+    kafka_timeout_s: float = 10.0
+
+
+_TRANSLATIONS_QUERY = (
+    f"SELECT {', '.join(TRANSLATED_COLUMNS)} FROM {translations.TRANSLATIONS_TABLE} "
+    "WHERE snapshot_id = {sid:String} ORDER BY group_id, topic, partition"
+)
+
+
+@dg.asset(
+    group_name="offset_sync",
+    deps=["offset_translations"],
+    kinds={"kafka", "clickhouse"},
+    check_specs=[
+        dg.AssetCheckSpec(
+            NO_LOSS_CHECK, asset="offset_standby_commits",
+            description="Every standby offset written this cycle, read back, is at or below its proven safe bound.",
+        ),
+        dg.AssetCheckSpec(
+            FRESHNESS_CHECK, asset="offset_standby_commits",
+            description="Every group had a cycle with all its partitions synced within max_sync_age_s.",
+        ),
+    ],
+)
+def offset_standby_commits(
+    context: dg.AssetExecutionContext,
+    config: CommitConfig,
+    idc1: KafkaClusterResource,
+    idc2: KafkaClusterResource,
+    clickhouse: ClickHouseResource,
+) -> dg.MaterializeResult:
+    """Commit decisions for every group-partition of this cycle's translations, written to the standbys."""
+    started = time.monotonic()
+    snapshot_id = context.run.run_id
+    cycle = CycleContext(snapshot_id, int(time.time() * 1000), config.dry_run, config.kafka_timeout_s)
+    client = clickhouse.get_client()
+    snapshots.ensure_table(client)
+    translations.ensure_tables(client)
+    commits.ensure_table(client)
+
+    by_group: dict = defaultdict(list)
+    for values in client.query(_TRANSLATIONS_QUERY, parameters={"sid": snapshot_id}).result_rows:
+        row = TranslatedRow(*values)
+        by_group[row.group_id].append(row)
+    before = snapshots.previous_committed_offsets(client, snapshot_id, sorted(by_group))
+    clusters = {resource.cluster_name: resource for resource in (idc1, idc2)}
+    admins = {name: resource.admin() for name, resource in clusters.items()}
+    unreachable: dict = {}
+
+    kafka_started = time.monotonic()
+    stored = []
+    for group_id, rows in sorted(by_group.items()):
+        active = rows[0].active
+        plan, group_rows = commit_group(
+            rows, clusters, cycle, active_before=before.get((active, group_id)), admins=admins,
+            unreachable=unreachable,
+        )
+        for commit in plan:
+            context.log.info(commit_log_line(commit))
+        for row in group_rows:
+            if row.error:
+                context.log.warning(
+                    f"offset-sync commit error group={row.group_id!r} topic={row.topic!r} "
+                    f"partition={row.partition}: {row.error}"
+                )
+        stored += group_rows
+    kafka_s = time.monotonic() - kafka_started
+    written = commits.insert_rows(client, stored)
+
+    no_loss = evaluate_no_loss(stored)
+    freshness = evaluate_sync_freshness(
+        by_group, commits.newest_synced_cycle_times(client, by_group), time.time(), config.max_sync_age_s
+    )
+    decisions = Counter(r.decision for r in stored)
+    applied = [r for r in stored if r.applied]
+    return dg.MaterializeResult(
+        metadata={
+            "snapshot_id": snapshot_id,
+            "dry_run": config.dry_run,
+            "group_partitions": written,
+            "groups": len(by_group),
+            "groups_written": len({r.group_id for r in applied}),
+            "partitions_written": len(applied),
+            "groups_failed": len({r.group_id for r in stored if r.decision == "failed"}),
+            "write_errors": sum(1 for r in stored if r.error and r.decision != "failed"),
+            "unreachable_clusters": ", ".join(sorted(unreachable)) or "none",
+            **{f"decision_{k}": v for k, v in sorted(decisions.items())},
+            "kafka_seconds": round(kafka_s, 3),
+            "total_seconds": round(time.monotonic() - started, 3),
+        },
+        check_results=[no_loss.to_result(), freshness.to_result()],
+    )

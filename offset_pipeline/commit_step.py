@@ -1,0 +1,229 @@
+"""The commit step for one group: re-read, plan with ``commit_rules``, write once, record every decision.
+
+:func:`commit_group` takes one group's rows of this cycle's ``offset_translations`` and returns one
+:class:`~offset_pipeline.storage.commits.CommitRow` per row, whatever happens:
+
+* an undecided group (split brain, undetermined direction, a cluster unavailable when translating)
+  gets ``split_brain`` or ``skipped_untranslated`` rows, and no Kafka call at all;
+* otherwise the active cluster's member count and the standby group's members and committed
+  offsets are re-read just before planning (:mod:`offset_pipeline.kafka_reads.standby_groups`);
+  ``active_reset`` is every partition whose committed offset on the active cluster went down since
+  the group's previous snapshot; :func:`plan_standby_commits` decides with each partition's safe
+  bound; the offsets to write go out in ONE commit call (:mod:`offset_pipeline.kafka_writes`),
+  never in a dry run;
+* a group whose state cannot be re-read (a cluster down or slow, bad rows) gets ``failed`` rows
+  with the error: it never fails the other groups. ``unreachable`` remembers clusters that did not
+  answer, so the groups after it fail at once instead of each waiting for the timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
+
+from offset_pipeline.commit_rules import (
+    CommitDecision,
+    StandbyCommit,
+    StandbyGroupState,
+    offsets_to_commit,
+    plan_standby_commits,
+)
+from offset_pipeline.kafka_reads.standby_groups import (
+    TP,
+    cluster_unreachable,
+    read_group_members,
+    read_live_group_state,
+)
+from offset_pipeline.kafka_writes.group_commits import GroupCommitWrite, commit_group_offsets
+from offset_pipeline.storage.commits import CommitRow
+from offset_pipeline.translation import Strategy, TranslationResult, TranslationStatus
+
+#: Columns of ``offset_translations`` the commit step reads, in :class:`TranslatedRow` order.
+TRANSLATED_COLUMNS = (
+    "group_id", "topic", "partition", "active", "standby", "committed", "standby_offset", "status", "strategy",
+    "reason", "safe_bound",
+)
+
+
+@dataclass(frozen=True)
+class TranslatedRow:
+    """One row of this cycle's ``offset_translations``."""
+
+    group_id: str
+    topic: str
+    partition: int
+    active: str  # "" when the direction was not decided
+    standby: str
+    committed: int | None
+    standby_offset: int | None
+    status: str
+    strategy: str
+    reason: str
+    safe_bound: int | None
+
+    @property
+    def tp(self) -> TP:
+        return (self.topic, int(self.partition))
+
+    def result(self) -> TranslationResult:
+        """The translation result the row records (raises ValueError on an inconsistent row)."""
+        return TranslationResult(
+            group_id=self.group_id, topic=self.topic, partition=int(self.partition),
+            strategy=None if self.strategy in ("", "none") else Strategy(self.strategy),
+            standby_offset=self.standby_offset, status=TranslationStatus(self.status), reason=self.reason,
+            active=self.active or None, standby=self.standby or None, committed=self.committed,
+        )
+
+
+@dataclass(frozen=True)
+class CycleContext:
+    snapshot_id: str
+    cycle_time_ms: int
+    dry_run: bool
+    timeout_s: float
+
+
+def _row(commit: StandbyCommit, source: TranslatedRow, cycle: CycleContext, *, applied: bool = False,
+         error: str | None = None, committed_after: int | None = None) -> CommitRow:
+    return CommitRow(
+        snapshot_id=cycle.snapshot_id, cycle_time_ms=cycle.cycle_time_ms, group_id=commit.group_id,
+        topic=commit.topic, partition=commit.partition, active=source.active, standby=source.standby,
+        previous_offset=commit.previous_offset, new_offset=commit.new_offset, safe_bound=source.safe_bound,
+        decision=commit.decision.value, reason=commit.reason, translation_status=source.status,
+        strategy=source.strategy or "none", dry_run=cycle.dry_run, applied=applied, error=error,
+        committed_after=committed_after,
+    )
+
+
+def _unplanned(source: TranslatedRow, decision: CommitDecision, reason: str) -> StandbyCommit:
+    return StandbyCommit(
+        group_id=source.group_id, topic=source.topic, partition=int(source.partition),
+        standby_cluster=source.standby, previous_offset=None, new_offset=source.standby_offset,
+        decision=decision, reason=reason, translation_status=TranslationStatus(source.status),
+        strategy=None if source.strategy in ("", "none") else Strategy(source.strategy),
+        safe_bound=source.safe_bound,
+    )
+
+
+def undecided_commits(rows: list[TranslatedRow]) -> list[StandbyCommit]:
+    """Rows of a group the translation gave no direction: recorded, nothing read or written."""
+    out = []
+    for source in rows:
+        if source.status == TranslationStatus.SPLIT_BRAIN.value:
+            out.append(_unplanned(source, CommitDecision.SPLIT_BRAIN,
+                                  f"split brain when translating, nothing committed: {source.reason}"))
+        else:
+            out.append(_unplanned(source, CommitDecision.SKIPPED_UNTRANSLATED,
+                                  f"no direction ({source.status}), nothing committed: {source.reason}"))
+    return out
+
+
+def active_reset(rows: list[TranslatedRow], before: Mapping[TP, int] | None) -> set[TP]:
+    """Partitions whose committed offset on the active cluster went down since the previous snapshot."""
+    if not before:
+        return set()
+    return {r.tp for r in rows if r.committed is not None and r.tp in before and r.committed < before[r.tp]}
+
+
+def commit_group(
+    rows: list[TranslatedRow],
+    clusters: Mapping[str, object],
+    cycle: CycleContext,
+    *,
+    active_before: Mapping[TP, int] | None = None,
+    admins: Mapping[str, object] | None = None,
+    unreachable: MutableMapping[str, str] | None = None,
+) -> tuple[list[StandbyCommit], list[CommitRow]]:
+    """One group's rows (same ``group_id``) -> its commit decisions and the rows to store.
+
+    ``clusters``: cluster name -> :class:`KafkaClusterResource`; ``active_before``: the active
+    cluster's committed offsets in the group's previous snapshot; ``admins``: an AdminClient per
+    cluster to reuse; ``unreachable``: cluster -> error, shared across the cycle's groups.
+    """
+    if not rows:
+        return [], []
+    unreachable = unreachable if unreachable is not None else {}
+    group_id = rows[0].group_id
+    by_source = {r.tp: r for r in rows}
+    directions = {(r.active, r.standby) for r in rows}
+    if any(not a or not s for a, s in directions):
+        commits = undecided_commits(rows)
+        return commits, [_row(c, by_source[(c.topic, c.partition)], cycle) for c in commits]
+
+    def failed(error: str) -> tuple[list[StandbyCommit], list[CommitRow]]:
+        commits = [_unplanned(r, CommitDecision.FAILED, f"nothing planned or written: {error}") for r in rows]
+        return commits, [_row(c, by_source[(c.topic, c.partition)], cycle, error=error) for c in commits]
+
+    if len(by_source) != len(rows):
+        return failed("a partition appears twice in the group's translation rows")
+    if len(directions) > 1:
+        return failed(f"rows of one group with different directions: {sorted(directions)}")
+    [(active, standby)] = directions
+    if active not in clusters or standby not in clusters:
+        return failed(f"no Kafka resource for {active} or {standby}")
+    down = [name for name in (active, standby) if name in unreachable]
+    if down:
+        return failed(f"{down[0]} did not answer earlier in this cycle: {unreachable[down[0]]}")
+
+    try:
+        results = [r.result() for r in rows]
+    except ValueError as exc:
+        return failed(f"a translation row is inconsistent: {exc}")
+    partitions = sorted(by_source)
+    admins = admins or {}
+    reading = active
+    try:
+        active_members = read_group_members(
+            clusters[active], group_id, timeout_s=cycle.timeout_s, admin=admins.get(active)
+        ).member_count
+        reading = standby
+        live = read_live_group_state(
+            clusters[standby], group_id, partitions, timeout_s=cycle.timeout_s, admin=admins.get(standby)
+        )
+    except Exception as exc:  # noqa: BLE001 - any failure is this group's, recorded on its rows
+        error = f"re-reading the group on {reading} failed: {type(exc).__name__}: {exc}"
+        if cluster_unreachable(exc):
+            unreachable[reading] = error
+        return failed(error)
+
+    try:
+        plan = plan_standby_commits(
+            results,
+            StandbyGroupState(group_id, standby, live.member_count, live.committed),
+            active_member_count=active_members,
+            active_reset=active_reset(rows, active_before),
+            dry_run=cycle.dry_run,
+            safe_bounds={r.tp: r.safe_bound for r in rows},
+        )
+    except ValueError as exc:  # caller bugs (a partition twice, ...): this group's, not the cycle's
+        return failed(f"planning refused the rows: {exc}")
+    offsets = offsets_to_commit(plan)
+    write: GroupCommitWrite | None = None
+    if offsets and not cycle.dry_run:
+        try:
+            write = commit_group_offsets(
+                clusters[standby], group_id, offsets, reread=partitions, timeout_s=cycle.timeout_s
+            )
+        except Exception as exc:  # noqa: BLE001 - say a client that cannot be created: recorded, not raised
+            error = f"committing on {standby} failed before any request: {type(exc).__name__}: {exc}"
+            return plan, [_row(c, by_source[(c.topic, c.partition)], cycle, error=error if c.decision.writes else None,
+                               committed_after=live.committed.get((c.topic, c.partition))) for c in plan]
+        if write.call_error and write.reread_error and not write.applied:
+            unreachable.setdefault(standby, write.call_error)
+
+    stored = []
+    for commit in plan:
+        tp = (commit.topic, commit.partition)
+        if write is None:
+            stored.append(_row(commit, by_source[tp], cycle, committed_after=live.committed.get(tp)))
+            continue
+        written = next((w for w in write.partitions if (w.topic, w.partition) == tp), None)
+        after = write.committed_after.get(tp) if write.reread_error is None else None
+        error = written.error if written is not None else None
+        if written is None and write.reread_error is not None:
+            error = f"re-read after the commit failed: {write.reread_error}"
+        stored.append(_row(
+            commit, by_source[tp], cycle, applied=written is not None and written.applied, error=error,
+            committed_after=after,
+        ))
+    return plan, stored

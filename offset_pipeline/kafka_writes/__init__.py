@@ -1,0 +1,1 @@
+"""Kafka writes behind the resources, returning what they applied as plain data."""

@@ -1,0 +1,113 @@
+"""The ``offset_commits`` table: every commit decision of every sync cycle, append-only.
+
+One row per group-partition and cycle, keyed by the cycle's ``snapshot_id`` (the run id), for every
+decision: written ones (``commit``, ``rewind_after_reset``), and also ``dry_run``, refused,
+``split_brain``, skipped, ``unchanged`` and ``failed`` ones, with the reason. ``applied`` says the
+standby's committed offset is ``new_offset`` after the write (re-read); ``committed_after`` is the
+standby's committed offset as this step left it (re-read after a write, else as re-read before
+planning); ``error`` says why a write or the group's re-read failed.
+
+Inserts go through clickhouse-connect's column binding and queries are parameterized, never SQL
+text built from data: group ids may hold any character.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import astuple, dataclass, fields
+from datetime import datetime, timezone
+
+TABLE = "offset_commits"
+
+DDL = f"""
+CREATE TABLE IF NOT EXISTS {TABLE}
+(
+    snapshot_id        String,
+    cycle_time         DateTime64(3, 'UTC'),
+    group_id           String,
+    topic              String,
+    partition          UInt32,
+    active             LowCardinality(String),
+    standby            LowCardinality(String),
+    previous_offset    Nullable(Int64),
+    new_offset         Nullable(Int64),
+    safe_bound         Nullable(Int64),
+    decision           LowCardinality(String),
+    reason             String,
+    translation_status LowCardinality(String),
+    strategy           LowCardinality(String),
+    dry_run            Bool,
+    applied            Bool,
+    error              Nullable(String),
+    committed_after    Nullable(Int64)
+)
+ENGINE = MergeTree
+ORDER BY (group_id, topic, partition, cycle_time)
+"""
+
+#: Decisions after which a partition counts as synced (``commit``/``rewind_after_reset`` only when
+#: applied).
+SYNCED_WRITES = ("commit", "rewind_after_reset")
+SYNCED_UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True)
+class CommitRow:
+    snapshot_id: str
+    cycle_time_ms: int
+    group_id: str
+    topic: str
+    partition: int
+    active: str  # "" when the group's direction was not decided
+    standby: str
+    previous_offset: int | None
+    new_offset: int | None
+    safe_bound: int | None
+    decision: str
+    reason: str
+    translation_status: str
+    strategy: str  # "none" when the translation used none
+    dry_run: bool
+    applied: bool
+    error: str | None
+    committed_after: int | None
+
+    @property
+    def synced(self) -> bool:
+        """This partition ended the cycle synced."""
+        return self.decision == SYNCED_UNCHANGED or (self.decision in SYNCED_WRITES and self.applied)
+
+
+COLUMNS = ["cycle_time" if f.name == "cycle_time_ms" else f.name for f in fields(CommitRow)]
+
+
+def ensure_table(client) -> None:
+    client.command(DDL)
+
+
+def insert_rows(client, rows: Iterable[CommitRow]) -> int:
+    data = []
+    for row in rows:
+        values = list(astuple(row))
+        values[1] = datetime.fromtimestamp(values[1] / 1000.0, tz=timezone.utc)
+        data.append(values)
+    if data:
+        client.insert(TABLE, data, column_names=COLUMNS)
+    return len(data)
+
+
+def newest_synced_cycle_times(client, group_ids: Iterable[str]) -> dict[str, float]:
+    """group -> epoch seconds of its newest cycle in which every one of its partitions ended
+    synced (:attr:`CommitRow.synced`); groups that never had such a cycle are absent."""
+    groups = sorted(set(group_ids))
+    if not groups:
+        return {}
+    rows = client.query(
+        "SELECT group_id, toFloat64(max(cycle_time)) FROM ("
+        "  SELECT group_id, snapshot_id, max(cycle_time) AS cycle_time, "
+        "    min(decision = {unchanged:String} OR (decision IN {writes:Array(String)} AND applied)) AS all_synced "
+        f"  FROM {TABLE} WHERE group_id IN {{groups:Array(String)}} GROUP BY group_id, snapshot_id"
+        ") WHERE all_synced GROUP BY group_id",
+        parameters={"groups": groups, "unchanged": SYNCED_UNCHANGED, "writes": list(SYNCED_WRITES)},
+    ).result_rows
+    return {group_id: float(seconds) for group_id, seconds in rows}

@@ -1,0 +1,270 @@
+"""offset_snapshot -> offset_translations -> offset_standby_commits against real clusters, the real
+session mirrors, chdb and local Spark. Kafka state is always read back with plain consumers."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import dagster as dg
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from offset_pipeline.assets.commit import offset_standby_commits
+from offset_pipeline.assets.snapshot import offset_snapshot
+from offset_pipeline.assets.translation import offset_translations
+from offset_pipeline.commit_rules import parse_commit_log_line
+from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
+from tests.conftest import wait_for
+from tests.test_standby_group_io import Member, committed
+from tests.test_translation_asset import log_end, read_values
+
+pytestmark = pytest.mark.kafka
+
+PARTITIONS = 2
+
+
+@pytest.fixture
+def mirrored_topic(kafka_pair, session_mirrors, topic_name):
+    """A two-way topic: both clusters produce, the session mirrors copy both ways. Returns
+    (topic, records per partition on each cluster)."""
+    topic = kafka_pair.create_topic(topic_name, partitions=PARTITIONS)
+    produced = 0
+    for round_ in range(4):  # interleaved, so each side holds copies of the other's records
+        for cluster in ("idc1", "idc2"):
+            producer = Producer({"bootstrap.servers": kafka_pair.bootstrap(cluster), "log_level": 3})
+            for p in range(PARTITIONS):
+                for i in range(5):
+                    producer.produce(topic, value=f"{cluster}-{round_}-{p}-{i}".encode(), partition=p)
+                    produced += 1
+            producer.flush(30)
+    per_partition = produced // PARTITIONS
+    for cluster in ("idc1", "idc2"):
+        for p in range(PARTITIONS):
+            wait_for(lambda: log_end(kafka_pair.bootstrap(cluster), topic, p) >= per_partition, timeout=60,
+                     what=f"mirrored {topic}[{p}] on {cluster}")
+    return topic, per_partition
+
+
+def odd_group() -> str:
+    return f'commit {uuid.uuid4().hex[:8]} "quoted" ü 한'
+
+
+class Cycles:
+    """Runs sync cycles (the three assets in one run, like the offset_sync_cycle job) for one group."""
+
+    def __init__(self, kafka_pair, chdb_dsn, group: str, topic: str):
+        self.kafka_pair, self.group, self.topic = kafka_pair, group, topic
+        self.resources = {
+            "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=kafka_pair.bootstrap("idc1")),
+            "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=kafka_pair.bootstrap("idc2")),
+            "clickhouse": ClickHouseResource(dsn=chdb_dsn),
+            "spark": SparkResource(),
+        }
+        self.instance = dg.DagsterInstance.ephemeral()
+
+    @property
+    def client(self):
+        # a fresh handle each time: the resource closes the embedded engine's client after each run
+        return self.resources["clickhouse"].get_client()
+
+    def run(self, *, dry_run: bool = False, extra_assets=()) -> dg.ExecuteInProcessResult:
+        result = dg.materialize(
+            [offset_snapshot, offset_translations, offset_standby_commits, *extra_assets],
+            resources=self.resources,
+            instance=self.instance,
+            run_config={"ops": {
+                "offset_snapshot": {"config": {"group_include": f"^{re.escape(self.group)}$"}},
+                "offset_translations": {"config": {"topic_shapes": {self.topic: "two_way"}}},
+                "offset_standby_commits": {"config": {"dry_run": dry_run}},
+            }},
+        )
+        assert result.success
+        return result
+
+    def commits(self, result) -> dict[int, dict]:
+        """partition -> this run's offset_commits row."""
+        names = ["partition", "active", "standby", "previous_offset", "new_offset", "safe_bound", "decision", "reason",
+                 "dry_run", "applied", "error", "committed_after"]
+        rows = self.client.query(
+            f"SELECT {', '.join(names)} FROM offset_commits "
+            "WHERE snapshot_id = {s:String} AND group_id = {g:String}",
+            parameters={"s": result.run_id, "g": self.group},
+        ).result_rows
+        return {r[0]: dict(zip(names, r)) for r in rows}
+
+    def translations(self, result) -> dict[int, tuple]:
+        """partition -> (standby_offset, safe_bound, status) of this run's translation."""
+        rows = self.client.query(
+            "SELECT partition, standby_offset, safe_bound, status FROM offset_translations "
+            "WHERE snapshot_id = {s:String} AND group_id = {g:String}",
+            parameters={"s": result.run_id, "g": self.group},
+        ).result_rows
+        return {r[0]: r[1:] for r in rows}
+
+    def log_lines(self, result, prefix: str) -> list[str]:
+        return [e.user_message for e in self.instance.all_logs(result.run_id) if e.user_message.startswith(prefix)]
+
+    def standby_committed(self, cluster: str = "idc2") -> dict[int, int]:
+        return committed(self.kafka_pair.bootstrap(cluster), self.group, self.topic)
+
+
+def checks(result) -> dict[str, dg.AssetCheckEvaluation]:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def metadata(result) -> dict:
+    return {k: v.value for k, v in result.asset_materializations_for_node("offset_standby_commits")[0].metadata.items()}
+
+
+def test_dry_run_then_commit_then_unchanged(kafka_pair, chdb_dsn, mirrored_topic):
+    topic, per_partition = mirrored_topic
+    b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    group = odd_group()
+    c = {p: per_partition - 7 for p in range(PARTITIONS)}
+    member = Member(b1, group, topic)  # the group runs on idc1: its active cluster
+    member.commit(topic, c)
+    cycles = Cycles(kafka_pair, chdb_dsn, group, topic)
+    try:
+        # 1. dry run: every partition decided and recorded, nothing written to Kafka
+        dry = cycles.run(dry_run=True)
+        translated = cycles.translations(dry)
+        rows = cycles.commits(dry)
+        assert sorted(rows) == list(range(PARTITIONS))
+        for p, r in rows.items():
+            t, bound, status = translated[p]
+            assert t is not None and bound is not None and t <= bound, (p, translated[p])
+            assert (r["decision"], r["dry_run"], r["applied"], r["new_offset"]) == ("dry_run", True, False, t)
+            assert (r["active"], r["standby"], r["previous_offset"], r["safe_bound"]) == ("idc1", "idc2", None, bound)
+            assert "would commit" in r["reason"]
+        assert cycles.standby_committed() == {}
+        assert metadata(dry)["decision_dry_run"] == PARTITIONS
+        assert metadata(dry)["partitions_written"] == 0
+        dry_checks = checks(dry)
+        assert dry_checks["no_loss"].passed  # nothing written
+        assert not dry_checks["sync_freshness"].passed  # never synced
+        assert dry_checks["sync_freshness"].severity is dg.AssetCheckSeverity.WARN
+
+        # 2. the real cycle: the standby group ends at the translated offsets
+        real = cycles.run()
+        translated = cycles.translations(real)
+        rows = cycles.commits(real)
+        expected = {p: translated[p][0] for p in range(PARTITIONS)}
+        assert cycles.standby_committed() == expected
+        for p, r in rows.items():
+            assert (r["decision"], r["applied"], r["error"], r["dry_run"]) == ("commit", True, None, False), r
+            assert r["new_offset"] == r["committed_after"] == expected[p] <= r["safe_bound"]
+        # NO-LOSS against the real data: every idc2 record below t is an idc1 record below c
+        for p, t in expected.items():
+            idc1_offset = {v: o for o, v in read_values(b1, topic, p, per_partition).items()}
+            idc2_values = read_values(b2, topic, p, per_partition)
+            assert 0 < t and all(idc1_offset[idc2_values[o]] < c[p] for o in range(t)), (p, t)
+        real_checks = checks(real)
+        assert real_checks["no_loss"].passed
+        assert real_checks["no_loss"].metadata["written_partitions"].value == PARTITIONS
+        assert real_checks["sync_freshness"].passed
+        assert (metadata(real)["decision_commit"], metadata(real)["groups_written"]) == (PARTITIONS, 1)
+        lines = cycles.log_lines(real, "offset-sync commit ")
+        assert sorted(parse_commit_log_line(line)["partition"] for line in lines) == list(range(PARTITIONS))
+        assert {parse_commit_log_line(line)["group"] for line in lines} == {group}
+
+        # 3. nothing new: unchanged, nothing written
+        again = cycles.run()
+        rows = cycles.commits(again)
+        assert {r["decision"] for r in rows.values()} == {"unchanged"}
+        assert all(not r["applied"] and r["committed_after"] == expected[p] for p, r in rows.items())
+        assert cycles.standby_committed() == expected
+        assert checks(again)["sync_freshness"].passed
+    finally:
+        member.close()
+
+
+def test_a_group_moving_to_its_standby_mid_cycle_gets_refused_members(kafka_pair, chdb_dsn, mirrored_topic):
+    """Translated with idc1 active; before the commit step the group leaves idc1 and starts on idc2
+    (a switchover). The re-read sees the live member: nothing is written to it."""
+    topic, per_partition = mirrored_topic
+    b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    group = odd_group()
+    members = {"idc1": Member(b1, group, topic)}
+    members["idc1"].commit(topic, {p: per_partition - 5 for p in range(PARTITIONS)})
+
+    # Runs after offset_translations and, by its higher priority, before offset_standby_commits.
+    @dg.asset(deps=["offset_translations"], op_tags={"dagster/priority": "10"})
+    def group_moves_to_idc2() -> None:
+        members.pop("idc1").close()
+        admin = AdminClient({"bootstrap.servers": b1, "log_level": 3})
+        wait_for(lambda: not admin.describe_consumer_groups([group])[group].result(10).members, timeout=30,
+                 what="the group left idc1")
+        members["idc2"] = Member(b2, group, topic)
+
+    cycles = Cycles(kafka_pair, chdb_dsn, group, topic)
+    try:
+        result = cycles.run(extra_assets=[group_moves_to_idc2])
+        assert "idc2" in members  # the move ran before the commit step
+        rows = cycles.commits(result)
+        translated = cycles.translations(result)
+        assert sorted(rows) == list(range(PARTITIONS))
+        for p, r in rows.items():
+            assert translated[p][0] is not None  # there was something to commit
+            assert (r["decision"], r["applied"], r["committed_after"]) == ("refused_members", False, None), r
+        assert cycles.standby_committed() == {}
+        assert metadata(result)["partitions_written"] == 0
+    finally:
+        for member in members.values():
+            member.close()
+
+
+def test_members_on_both_clusters_are_a_split_brain_and_nothing_is_written(kafka_pair, chdb_dsn, mirrored_topic):
+    topic, per_partition = mirrored_topic
+    b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    group = odd_group()
+    c = {p: per_partition - 5 for p in range(PARTITIONS)}
+    members = [Member(b1, group, topic), Member(b2, group, topic)]
+    members[0].commit(topic, c)
+    cycles = Cycles(kafka_pair, chdb_dsn, group, topic)
+    try:
+        result = cycles.run()
+        rows = cycles.commits(result)
+        assert sorted(rows) == list(range(PARTITIONS))
+        for r in rows.values():
+            assert (r["decision"], r["applied"], r["active"], r["standby"]) == ("split_brain", False, "", ""), r
+        assert cycles.standby_committed("idc2") == {}
+        assert cycles.standby_committed("idc1") == c
+        assert not checks(result)["sync_freshness"].passed
+    finally:
+        for member in members:
+            member.close()
+
+
+def test_a_standby_ahead_is_rewound_only_after_a_reset_on_the_active_cluster(kafka_pair, chdb_dsn, mirrored_topic):
+    topic, per_partition = mirrored_topic
+    b1 = kafka_pair.bootstrap("idc1")
+    group = odd_group()
+    member = Member(b1, group, topic)
+    member.commit(topic, {p: per_partition - 7 for p in range(PARTITIONS)})
+    # The standby group is ahead of any translation: at the standby's log end.
+    ahead = {p: per_partition for p in range(PARTITIONS)}
+    writer = Consumer({"bootstrap.servers": kafka_pair.bootstrap("idc2"), "group.id": group, "log_level": 3})
+    writer.commit(offsets=[TopicPartition(topic, p, o) for p, o in ahead.items()], asynchronous=False)
+    writer.close()
+    cycles = Cycles(kafka_pair, chdb_dsn, group, topic)
+    try:
+        first = cycles.run()
+        rows = cycles.commits(first)
+        for p, r in rows.items():
+            assert r["new_offset"] is not None and r["new_offset"] < ahead[p]
+            assert (r["decision"], r["previous_offset"], r["applied"]) == ("refused_rewind", ahead[p], False), r
+        assert cycles.standby_committed() == ahead
+
+        member.commit(topic, {p: per_partition - 17 for p in range(PARTITIONS)})  # the group is reset backwards
+        second = cycles.run()
+        rows = cycles.commits(second)
+        translated = cycles.translations(second)
+        for p, r in rows.items():
+            assert (r["decision"], r["applied"], r["previous_offset"]) == ("rewind_after_reset", True, ahead[p]), r
+            assert r["new_offset"] == r["committed_after"] == translated[p][0] < ahead[p]
+        assert cycles.standby_committed() == {p: translated[p][0] for p in range(PARTITIONS)}
+        assert checks(second)["no_loss"].passed
+    finally:
+        member.close()
