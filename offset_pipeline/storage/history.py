@@ -27,32 +27,32 @@ def previous_snapshot_id(client, snapshot_id: str) -> str | None:
     return rows[0][0] if rows else None
 
 
-def committed_offsets(client, snapshot_id: str) -> dict[tuple[str, str], dict[tuple[str, int], int]]:
-    """(cluster, group) -> {(topic, partition): committed offset} of one snapshot."""
+def _by_cluster_group(rows) -> dict[tuple[str, str], dict[tuple[str, int], int]]:
+    """Rows of (cluster, group, topic, partition, offset) -> (cluster, group) -> {(topic, partition): offset}."""
     out: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
-    rows = client.query(
-        f"SELECT cluster, group_id, topic, partition, committed_offset FROM {SNAPSHOTS_TABLE} "
-        f"WHERE snapshot_id = {{sid:String}} AND committed_offset IS NOT NULL",
-        parameters={"sid": snapshot_id},
-    ).result_rows
     for cluster, group_id, topic, partition, offset in rows:
         out.setdefault((cluster, group_id), {})[(topic, int(partition))] = int(offset)
     return out
+
+
+def committed_offsets(client, snapshot_id: str) -> dict[tuple[str, str], dict[tuple[str, int], int]]:
+    """(cluster, group) -> {(topic, partition): committed offset} of one snapshot."""
+    return _by_cluster_group(client.query(
+        f"SELECT cluster, group_id, topic, partition, committed_offset FROM {SNAPSHOTS_TABLE} "
+        f"WHERE snapshot_id = {{sid:String}} AND committed_offset IS NOT NULL",
+        parameters={"sid": snapshot_id},
+    ).result_rows)
 
 
 def sync_writes(client, snapshot_id: str) -> dict[tuple[str, str], dict[tuple[str, int], int]]:
     """(standby cluster, group) -> offsets the commit step of run ``snapshot_id`` applied."""
     if not _exists(client, COMMITS_TABLE):
         return {}
-    out: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
-    rows = client.query(
+    return _by_cluster_group(client.query(
         f"SELECT standby, group_id, topic, partition, new_offset FROM {COMMITS_TABLE} "
         f"WHERE snapshot_id = {{sid:String}} AND applied AND new_offset IS NOT NULL",
         parameters={"sid": snapshot_id},
-    ).result_rows
-    for cluster, group_id, topic, partition, offset in rows:
-        out.setdefault((cluster, group_id), {})[(topic, int(partition))] = int(offset)
-    return out
+    ).result_rows)
 
 
 def previous_directions(client, before_snapshot_id: str) -> dict[str, str]:
