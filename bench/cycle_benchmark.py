@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -195,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connect-url", help="use this Spark Connect server instead of starting one")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so the brokers and the Spark server started here are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     workload = Workload(args.topics, args.partitions, args.groups_per_topic, min(args.topics_per_group, args.topics),
                         args.records_per_partition, args.seed)

@@ -54,19 +54,21 @@ def _consumer(bootstrap: str) -> Consumer:
         "enable.auto.commit": False,
         "isolation.level": "read_committed",
         "enable.partition.eof": True,
-        "fetch.wait.max.ms": 1,
+        "fetch.wait.max.ms": 0,
         "log_level": 3,
     })
 
 
 def _read(consumer: Consumer, topic: str, partition: int, start: int, end: int, done, limit: int | None = None) -> list:
-    """Records from ``start`` below ``end`` until ``done(msg)``, ``limit`` records or the end of the log."""
+    """Records from ``start`` below ``end`` until ``done(msg)``, ``limit`` records, a record at or
+    after ``end`` or the end-of-partition event (as the pipeline's reader: never ``position()``)."""
     if start >= end:
         return []
     consumer.assign([TopicPartition(topic, partition, start)])
     out = []
+    deadline = time.monotonic() + 30
     try:
-        while True:
+        while time.monotonic() < deadline:
             batch = consumer.consume(500, timeout=0) or [m for m in [consumer.poll(1.0)] if m is not None]
             for msg in batch:
                 if msg.error():
@@ -78,8 +80,7 @@ def _read(consumer: Consumer, topic: str, partition: int, start: int, end: int, 
                 out.append(msg)
                 if done(msg) or (limit is not None and len(out) >= limit):
                     return out
-            if batch and consumer.position([TopicPartition(topic, partition)])[0].offset >= end:
-                return out
+        raise TimeoutError(f"{topic}[{partition}]: no end of the log in 30 s")
     finally:
         consumer.unassign()
 

@@ -26,7 +26,9 @@ from .conftest import stopped_by_sigterm, wait_for
 pytestmark = pytest.mark.kafka
 
 OTHER = {"idc1": "idc2", "idc2": "idc1"}
-N = 30  # records per stream
+# Records per stream: 4 transactions of 10 on the transactional topic, so each of its streams
+# aborts at least one (the generator keeps aborts within one of k * abort_ratio = 1).
+N = 40
 
 
 def bootstraps(pair):

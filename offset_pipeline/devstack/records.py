@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 # Right after a topic is created its leader may not be known yet: these errors pass quickly.
-_TRANSIENT = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+# A topic just created (by a test or by the mirror) can be known to the client before all of its
+# partitions are: Local: Unknown partition clears with the next metadata refresh.
+_TRANSIENT = {
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._UNKNOWN_PARTITION,
+}
 
 
 @dataclass(frozen=True)

@@ -32,10 +32,14 @@ last stable offset) asks the broker for the last stable offset.
 
 **Client reuse.** Consumers come from a per-process :class:`~offset_pipeline.kafka_reads.consumer_pool.ConsumerPool`
 keyed by client config, so a Spark worker reads partition after partition with the same consumers.
-The broker holds their fetches at most 1 ms (``fetch.wait.max.ms``) when there is no data: a consumer
-has one fetch in flight per broker, and the next partition's first fetch would otherwise wait behind
-the previous partition's fetch at its log end (500 ms by default; measured on loopback: a pass takes
-~12 ms at 10 ms, ~2.5 ms at 1 ms).
+The broker answers their fetches at once when there is no data (``fetch.wait.max.ms`` = 0): a
+consumer has one fetch in flight per broker, so the next partition's first fetch would otherwise wait
+behind the previous partition's fetch held at its log end (500 ms by default). Measured on loopback,
+a pass to the end of a 50-record partition: ~12 ms at 10 ms, ~6 ms at 1 ms, ~1 ms at 0. The price:
+a consumer assigned at the end of a log fetches back to back (~15,000 empty fetches/s on loopback)
+until the read hands the partition back, which it does as soon as the end is reported; a read that
+sees nothing at all gives up waiting after ``_STALL_S``. Idle pooled consumers are unassigned and
+fetch nothing.
 """
 
 from __future__ import annotations
@@ -58,7 +62,8 @@ from offset_pipeline.translation.shape import TopicShape
 _TRANSIENT = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
 _BATCH = 500
 # A read that got nothing for this long asks the broker for the last stable offset (see module doc).
-_STALL_S = 0.2
+# Short: the consumer fetches back to back meanwhile. Too short only costs a needless request.
+_STALL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -136,7 +141,7 @@ def _consumer(conf) -> _ReadConsumer:
             "enable.partition.eof": True,
             # Short long-polls: a fetch waiting at the end of one partition's log holds the next
             # partition's first fetch back (module docstring).
-            "fetch.wait.max.ms": 1,
+            "fetch.wait.max.ms": 0,
             "log_level": 3,
         }
     )
@@ -211,9 +216,14 @@ class _Reader:
 
     def read(self, start: int, stop=None, end: int | None = None) -> tuple[list[RecordFact], int]:
         """Real records from ``start`` (below ``end``, default the reader's end) until
-        ``stop(records)`` is true, the position reaches ``end`` or the read reaches the partition's
-        last stable offset. Returns the records and the offset up to which the log was read
-        completely (every real record at or after ``start`` and below it is in the list)."""
+        ``stop(records)`` is true or the log is read to ``end`` (or to the partition's last stable
+        offset, when that is lower). Returns the records and the offset up to which the log was read
+        completely (every real record at or after ``start`` and below it is in the list).
+
+        Completion is decided from what the consumer hands over, in order: a record at or after
+        ``end``, or the end-of-partition event (at the last stable offset). Never from
+        ``position()``: librdkafka moves the position past transaction markers as soon as it fetches
+        them, possibly ahead of records still queued for the application (librdkafka#3400)."""
         end = self.end if end is None else min(end, self.end)
         if start >= end:
             return [], start
@@ -228,7 +238,10 @@ class _Reader:
                     first = self.consumer.poll(max(0.0, min(_STALL_S, self.deadline - time.monotonic())))
                     batch = [first] if first is not None else []
                 end_of_log = None
+                past_end = False
                 for msg in batch:
+                    if msg.topic() is not None and (msg.topic(), msg.partition()) != (self.tp.topic, self.tp.partition):
+                        continue  # (a pooled consumer never hands over another partition's events; be sure)
                     if msg.error():
                         code = msg.error().code()
                         if code == KafkaError._PARTITION_EOF:
@@ -239,7 +252,8 @@ class _Reader:
                             continue
                         raise KafkaException(msg.error())
                     if msg.offset() >= end:
-                        continue
+                        past_end = True  # every record below end came before it
+                        break
                     self.records += 1
                     out.append(
                         RecordFact.from_headers(
@@ -248,20 +262,20 @@ class _Reader:
                     )
                 if stop is not None and stop(out):
                     return out, out[-1].offset + 1
-                position = self.consumer.position([self.tp])[0].offset
-                if position >= end:
+                if past_end:
                     return out, end
                 if end_of_log is not None:
-                    # The last stable offset is below ``end`` (an open transaction): later passes
-                    # stop there too.
-                    self.end = min(self.end, end_of_log)
+                    if end_of_log < end:
+                        # The last stable offset is below ``end`` (an open transaction): later
+                        # passes stop there too.
+                        self.end = min(self.end, end_of_log)
                     return out, min(max(end_of_log, start), end)
                 if not batch:
                     # Nothing at all: the read may start above the last stable offset (an open
                     # transaction), where no end-of-partition is reported. Ask the broker.
                     if self.stats is not None:
                         self.stats.stable_offset_queries += 1
-                    upto = max(start, position)
+                    upto = max(start, out[-1].offset + 1) if out else start
                     stable = _stable_offset(self.consumer, self.tp, self.deadline)
                     if stable <= upto:
                         self.end = min(self.end, stable)
@@ -269,7 +283,7 @@ class _Reader:
                 if time.monotonic() > self.deadline:
                     raise TimeoutError(
                         f"reading {self.tp.topic}[{self.tp.partition}] on {self.read_from} from {start} did not reach "
-                        f"offset {end} in time (position {position})"
+                        f"offset {end} in time (last record read: {out[-1].offset if out else None})"
                     )
         finally:
             self.consumer.unassign()
