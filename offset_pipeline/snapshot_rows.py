@@ -19,9 +19,13 @@ def build_snapshot_rows(
     snapshot_time_ms: int,
     groups: dict[str, list[GroupState]],
     ranges: dict[str, list[PartitionRange]],
+    timestamp_types: dict[str, dict[str, str]] | None = None,
 ) -> list[SnapshotRow]:
     """One row per (cluster, group, partition) for every partition the group committed on either
-    cluster: the sync needs both sides' facts even where a side has no commit (or no topic)."""
+    cluster: the sync needs both sides' facts even where a side has no commit (or no topic).
+    ``timestamp_types``: cluster -> topic -> ``message.timestamp.type`` (the timestamp search needs
+    CreateTime on the standby)."""
+    timestamp_types = timestamp_types or {}
     by_group: dict[str, dict[str, GroupState]] = {}
     for cluster, states in groups.items():
         for state in states:
@@ -50,6 +54,7 @@ def build_snapshot_rows(
                         log_start=log_range.log_start if log_range else None,
                         log_end=log_range.log_end if log_range else None,
                         last_stable=log_range.last_stable if log_range else None,
+                        timestamp_type=timestamp_types.get(cluster, {}).get(topic, "") if log_range else "",
                     )
                 )
     return rows

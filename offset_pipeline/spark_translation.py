@@ -20,6 +20,7 @@ from typing import Any
 
 from offset_pipeline.translation import (
     Anchor,
+    TimestampType,
     TopicShape,
     TranslationResult,
     TranslationStatus,
@@ -35,7 +36,7 @@ WORK_SCHEMA = (
     "group_id string, topic string, partition int, active string, standby string, "
     "committed long, standby_committed long, "
     "active_log_start long, active_log_end long, standby_log_start long, standby_log_end long, "
-    "anchor_active_offset long, anchor_standby_offset long, shape string"
+    "anchor_active_offset long, anchor_standby_offset long, shape string, standby_timestamp_type string"
 )
 
 #: Output columns: the ``offset_translations`` columns, plus the anchor to keep and the decision line.
@@ -139,6 +140,12 @@ def translate_partition_rows(
         shape = parse_shape(first["shape"]) or TopicShape.unknown()
     except ValueError as exc:
         shape = TopicShape.unknown(str(exc))
+    # The standby topic's message.timestamp.type from the snapshot; unknown (NULL) reads as the
+    # broker default, CreateTime: the safe bound never relies on timestamps either way.
+    timestamp_type = first.get("standby_timestamp_type") or TimestampType.CREATE_TIME.value
+    if timestamp_type not in {t.value for t in TimestampType}:
+        return failed(TranslationStatus.INCONSISTENT_FACTS,
+                      f"unknown message.timestamp.type {timestamp_type!r} of {topic} on {standby}")
     logs = PartitionLogs(
         active_log_start=a_start, active_log_end=a_end,
         standby_log_start=_int(first["standby_log_start"]), standby_log_end=_int(first["standby_log_end"]),
@@ -153,7 +160,8 @@ def translate_partition_rows(
     try:
         facts = read_translation_facts(
             active, standby, active_confs[active], active_confs[standby], topic, partition, logs, inputs,
-            shape=shape, window=window, refine_window=refine_window, timeout_s=timeout_s,
+            shape=shape, standby_timestamp_type=timestamp_type, window=window, refine_window=refine_window,
+            timeout_s=timeout_s,
         )
     except Exception as exc:  # noqa: BLE001 - any read failure is this partition's status, not the job's
         return failed(

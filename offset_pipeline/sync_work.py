@@ -37,7 +37,7 @@ ClusterGroup = tuple[str, str]  # (cluster, group_id)
 #: Column order of the snapshot rows :func:`build_work` takes (the asset's query returns these).
 SNAPSHOT_COLUMNS = (
     "cluster", "group_id", "member_count", "topic", "partition", "committed_offset", "topic_present",
-    "log_start", "log_end",
+    "log_start", "log_end", "timestamp_type",
 )
 
 
@@ -81,7 +81,7 @@ def build_work(
 ) -> CycleWork:
     """``snapshot_rows``: tuples in :data:`SNAPSHOT_COLUMNS` order (one per cluster, group, partition)."""
     by_group: dict[str, dict] = {}
-    for cluster, group_id, members, topic, partition, committed, present, log_start, log_end in snapshot_rows:
+    for cluster, group_id, members, topic, partition, committed, present, log_start, log_end, ts_type in snapshot_rows:
         if cluster not in clusters:
             raise ValueError(f"snapshot row of cluster {cluster!r}, expected one of {clusters}")
         entry = by_group.setdefault(group_id, {"members": Counter(), "parts": {}})
@@ -89,6 +89,7 @@ def build_work(
         entry["parts"].setdefault((topic, int(partition)), {})[cluster] = {
             "committed": None if committed is None else int(committed),
             "present": bool(present), "log_start": log_start, "log_end": log_end,
+            "timestamp_type": ts_type or None,
         }
 
     work: list[dict[str, Any]] = []
@@ -135,4 +136,5 @@ def _work_row(group_id, topic, partition, decision, side, shapes, anchors) -> di
         "anchor_active_offset": anchor.active_offset if anchor else None,
         "anchor_standby_offset": anchor.standby_offset if anchor else None,
         "shape": shapes.get(topic, ""),
+        "standby_timestamp_type": logged(s, "timestamp_type"),
     }

@@ -3,6 +3,8 @@ the history reads from ClickHouse that feed it."""
 
 from __future__ import annotations
 
+from dataclasses import astuple
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -24,7 +26,7 @@ def rows(group=G, *, members=(0, 0), committed=({("t", 0): 10}, {("t", 0): 4}), 
     parts = sorted(set(committed[0]) | set(committed[1]))
     for cluster, m, offsets in zip(CLUSTERS, members, committed):
         for topic, partition in parts:
-            out.append((cluster, group, m, topic, partition, offsets.get((topic, partition)), True, *logs))
+            out.append((cluster, group, m, topic, partition, offsets.get((topic, partition)), True, *logs, "CreateTime"))
     return out
 
 
@@ -79,14 +81,27 @@ def test_work_rows_carry_both_sides_the_kept_anchor_and_the_shape():
         "group_id": G, "topic": "t", "partition": 0, "active": "idc1", "standby": "idc2", "committed": 10,
         "standby_committed": 4, "active_log_start": 0, "active_log_end": 20, "standby_log_start": 0,
         "standby_log_end": 20, "anchor_active_offset": 9, "anchor_standby_offset": 3, "shape": "two_way",
+        "standby_timestamp_type": "CreateTime",
     }
     assert by_partition[1]["standby_committed"] is None and by_partition[1]["anchor_active_offset"] is None
 
 
+def test_work_rows_carry_the_standby_timestamp_type_of_a_present_topic_only():
+    snapshot = [
+        ("idc1", G, 1, "t", 0, 5, True, 0, 9, "CreateTime"),
+        ("idc2", G, 0, "t", 0, 2, True, 0, 9, "LogAppendTime"),
+        ("idc1", G, 1, "u", 0, 5, True, 0, 9, "CreateTime"),
+        ("idc2", G, 0, "u", 0, None, False, None, None, "LogAppendTime"),  # missing: not a fact
+    ]
+    by_topic = {w["topic"]: w for w in build_work(snapshot, {}, {}, CLUSTERS).work}
+    assert by_topic["t"]["standby_timestamp_type"] == "LogAppendTime"
+    assert by_topic["u"]["standby_timestamp_type"] is None
+
+
 def test_a_partition_missing_on_the_standby_has_no_log_range():
     snapshot = [
-        ("idc1", G, 1, "t", 0, 5, True, 0, 9),
-        ("idc2", G, 0, "t", 0, None, False, None, None),
+        ("idc1", G, 1, "t", 0, 5, True, 0, 9, "CreateTime"),
+        ("idc2", G, 0, "t", 0, None, False, None, None, ""),
     ]
     (row,) = build_work(snapshot, {}, {}, CLUSTERS).work
     assert (row["standby_log_start"], row["standby_log_end"], row["active_log_end"]) == (None, None, 9)
@@ -94,7 +109,7 @@ def test_a_partition_missing_on_the_standby_has_no_log_range():
 
 def test_rows_of_a_third_cluster_are_refused():
     with pytest.raises(ValueError, match="idc3"):
-        build_work([("idc3", G, 0, "t", 0, 1, True, 0, 2)], {}, {}, CLUSTERS)
+        build_work([("idc3", G, 0, "t", 0, 1, True, 0, 2, "")], {}, {}, CLUSTERS)
 
 
 offsets = st.dictionaries(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2)), st.integers(0, 50), max_size=4)
@@ -164,6 +179,20 @@ def test_history_reads_previous_snapshot_commits_and_directions(chdb_dsn):
     assert direction_history(client, "s2").previous_active == {G: "idc1"}
     # the moved-on-idc1 history, with the sync's own write on idc2 ignored, decides idc1
     cycle = build_work(
-        [("idc1", G, 0, "t", 0, 10, True, 0, 20), ("idc2", G, 0, "t", 0, 4, True, 0, 20)], {}, {}, CLUSTERS, hist,
+        [("idc1", G, 0, "t", 0, 10, True, 0, 20, ""), ("idc2", G, 0, "t", 0, 4, True, 0, 20, "")], {}, {}, CLUSTERS, hist,
     )
     assert cycle.directions[G].active == "idc1" and cycle.directions[G].basis.value == "offset_movement"
+
+
+def test_ensure_table_adds_timestamp_type_to_a_snapshot_table_from_before_it(chdb_dsn):
+    client = ClickHouseResource(dsn=chdb_dsn).get_client()
+    old_ddl = snapshots.DDL.replace(",\n    timestamp_type   LowCardinality(String) DEFAULT ''", "")
+    assert "timestamp_type" not in old_ddl
+    client.command(old_ddl)
+    old = SnapshotRow("s0", 500, "idc1", G, "Empty", 0, "t", 0, 3, True, 0, 9, 9)
+    client.insert(snapshots.TABLE, [["s0", "idc1", G, "t", 0]], column_names=["snapshot_id", "cluster", "group_id", "topic", "partition"])
+    snapshots.ensure_table(client)
+    snapshots.ensure_table(client)  # idempotent
+    snapshots.insert_rows(client, [SnapshotRow(*astuple(old)[:-1], "LogAppendTime")])
+    assert client.query(f"SELECT timestamp_type FROM {snapshots.TABLE} ORDER BY snapshot_time").result_rows == [
+        ("",), ("LogAppendTime",)]

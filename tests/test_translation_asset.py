@@ -176,6 +176,67 @@ def test_latest_anchors_newest_row_wins_and_a_drop_forgets(chdb_dsn):
     assert latest_anchors(client) == {("g 'q'", "t", 0, "idc1", "idc2"): Anchor("idc1", "idc2", 9, 4)}
 
 
+def test_log_append_time_on_the_standby_is_read_from_the_topic_config(kafka_pair, session_mirrors, chdb_dsn, topic_name):
+    # One-way idc1 -> idc2, but idc2 stamps the topic itself: copies lose idc1's timestamps, so the
+    # timestamp search must not run (DESIGN.md §6), whatever the shape says.
+    topic = kafka_pair.create_topic(topic_name, on=("idc2",), config={"message.timestamp.type": "LogAppendTime"})
+    kafka_pair.create_topic(topic_name, on=("idc1",))
+    b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    producer = Producer({"bootstrap.servers": b1, "log_level": 3})
+    for i in range(30):
+        producer.produce(topic, value=f"r{i}".encode(), partition=0, timestamp=1_700_000_000_000 + i)
+    assert producer.flush(30) == 0
+    wait_for(lambda: log_end(b2, topic, 0) >= 30, timeout=60, what=f"mirrored {topic}")
+    group = f"lat-{uuid.uuid4().hex[:8]}"
+    member = Consumer({"bootstrap.servers": b1, "group.id": group, "enable.auto.commit": False,
+                       "auto.offset.reset": "latest", "log_level": 3, "session.timeout.ms": 30000})
+    assigned = threading.Event()
+    member.subscribe([topic], on_assign=lambda c, parts: assigned.set())
+    wait_for(lambda: member.poll(0.2) is None and assigned.is_set(), timeout=30, what="group assignment on idc1")
+    member.commit(offsets=[TopicPartition(topic, 0, 12)], asynchronous=False)
+    stop = threading.Event()
+
+    def keep_polling():  # stay a member (the direction) for the whole materialization
+        while not stop.is_set():
+            member.poll(0.2)
+
+    poller = threading.Thread(target=keep_polling, daemon=True)
+    poller.start()
+    try:
+        result = dg.materialize(
+            [offset_snapshot, offset_translations],
+            resources={
+                "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=b1),
+                "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=b2),
+                "clickhouse": ClickHouseResource(dsn=chdb_dsn),
+                "spark": SparkResource(),
+            },
+            run_config={"ops": {
+                "offset_snapshot": {"config": {"group_include": f"^{group}$"}},
+                "offset_translations": {"config": {"topic_shapes": {topic: "one_way:idc1"}}},
+            }},
+        )
+    finally:
+        stop.set()
+        poller.join(timeout=10)
+        member.close()
+    assert result.success
+    snapshot_meta = result.asset_materializations_for_node("offset_snapshot")[0].metadata
+    assert snapshot_meta["log_append_time_topics"].value == [f"idc2:{topic}"]
+    client = ClickHouseResource(dsn=chdb_dsn).get_client()
+    types = client.query(
+        "SELECT cluster, timestamp_type FROM offset_snapshots WHERE snapshot_id = {s:String} ORDER BY cluster",
+        parameters={"s": result.run_id},
+    ).result_rows
+    assert types == [("idc1", "CreateTime"), ("idc2", "LogAppendTime")]
+    ((active, status, offset, reason),) = client.query(
+        "SELECT active, status, standby_offset, reason FROM offset_translations "
+        "WHERE group_id = {g:String} AND snapshot_id = {s:String}",
+        parameters={"g": group, "s": result.run_id},
+    ).result_rows
+    assert (active, status, offset) == ("idc1", "log_append_time_on_standby", None), reason
+
+
 def test_ensure_tables_adds_safe_bound_to_a_table_from_before_it(chdb_dsn):
     client = ClickHouseResource(dsn=chdb_dsn).get_client()
     old_ddl = TRANSLATIONS_DDL.replace(",\n    safe_bound            Nullable(Int64)", "")

@@ -17,6 +17,7 @@ from offset_pipeline.kafka_reads.group_offsets import (
     read_groups,
     read_partition_ranges,
     topic_partition_counts,
+    topic_timestamp_types,
 )
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.snapshot_rows import build_snapshot_rows, involved_partitions
@@ -45,14 +46,15 @@ def offset_snapshot(
 
     groups = {name: read_groups(admin, name, group_filter) for name, admin in admins.items()}
     partitions = involved_partitions(g for states in groups.values() for g in states)
-    ranges = {}
+    ranges, timestamp_types = {}, {}
     for name, admin in admins.items():
         counts = topic_partition_counts(admin)
         present = [(t, p) for t, p in partitions if p < counts.get(t, 0)]
         ranges[name] = read_partition_ranges(admin, name, present)
+        timestamp_types[name] = topic_timestamp_types(admin, sorted({t for t, _ in present}))
     kafka_s = time.monotonic() - started
 
-    rows = build_snapshot_rows(context.run.run_id, snapshot_time_ms, groups, ranges)
+    rows = build_snapshot_rows(context.run.run_id, snapshot_time_ms, groups, ranges, timestamp_types)
     client = clickhouse.get_client()
     snapshots.ensure_table(client)
     written = snapshots.insert_rows(client, rows)
@@ -67,6 +69,9 @@ def offset_snapshot(
             "group_partitions": len({(r.group_id, r.topic, r.partition) for r in rows}),
             **{f"groups_{name}": len(states) for name, states in groups.items()},
             "partitions_missing_somewhere": sum(1 for r in rows if not r.topic_present),
+            "log_append_time_topics": sorted(
+                {f"{r.cluster}:{r.topic}" for r in rows if r.timestamp_type == "LogAppendTime"}
+            ),
             "kafka_read_seconds": round(kafka_s, 3),
             "total_seconds": round(time.monotonic() - started, 3),
         }

@@ -28,7 +28,8 @@ CREATE TABLE IF NOT EXISTS {TABLE}
     topic_present    Bool,
     log_start        Nullable(Int64),
     log_end          Nullable(Int64),
-    last_stable      Nullable(Int64)
+    last_stable      Nullable(Int64),
+    timestamp_type   LowCardinality(String) DEFAULT ''
 )
 ENGINE = MergeTree
 ORDER BY (group_id, topic, partition, cluster, snapshot_time)
@@ -50,13 +51,21 @@ class SnapshotRow:
     log_start: int | None
     log_end: int | None
     last_stable: int | None
+    # the topic's message.timestamp.type on this cluster ('' when unknown or the topic is missing)
+    timestamp_type: str = ""
 
 
 COLUMNS = [f.name for f in fields(SnapshotRow)]
 
 
+# Columns added after the first release: a table created by an older version gains them.
+_ADDED_COLUMNS = ("timestamp_type LowCardinality(String) DEFAULT ''",)
+
+
 def ensure_table(client) -> None:
     client.command(DDL)
+    for column in _ADDED_COLUMNS:
+        client.command(f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS {column}")
 
 
 def insert_rows(client, rows: list[SnapshotRow]) -> int:
