@@ -3,6 +3,8 @@ session mirrors, chdb and local Spark. Kafka state is always read back with plai
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 import uuid
 
@@ -15,6 +17,7 @@ from offset_pipeline.assets.commit import offset_standby_commits
 from offset_pipeline.assets.snapshot import offset_snapshot
 from offset_pipeline.assets.translation import offset_translations
 from offset_pipeline.commit_rules import parse_commit_log_line
+from offset_pipeline.decision_log import decision_logger
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from tests.conftest import wait_for
 from tests.test_standby_group_io import Member, committed
@@ -51,6 +54,24 @@ def odd_group() -> str:
     return f'commit {uuid.uuid4().hex[:8]} "quoted" ü 한'
 
 
+@contextlib.contextmanager
+def decision_lines():
+    """Every line the decisions logger writes meanwhile (decision_log.py), in order."""
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            lines.extend(record.getMessage().split("\n"))
+
+    logger = decision_logger()
+    handler = Collect()
+    logger.addHandler(handler)
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+
+
 class Cycles:
     """Runs sync cycles (the three assets in one run, like the offset_sync_cycle job) for one group."""
 
@@ -63,6 +84,7 @@ class Cycles:
             "spark": SparkResource(),
         }
         self.instance = dg.DagsterInstance.ephemeral()
+        self.decision_lines: dict[str, list[str]] = {}  # run id -> lines of the decisions logger
 
     @property
     def client(self):
@@ -70,7 +92,14 @@ class Cycles:
         return self.resources["clickhouse"].get_client()
 
     def run(self, *, dry_run: bool = False, extra_assets=()) -> dg.ExecuteInProcessResult:
-        result = dg.materialize(
+        with decision_lines() as lines:
+            result = self._materialize(dry_run, extra_assets)
+        self.decision_lines[result.run_id] = lines
+        assert result.success
+        return result
+
+    def _materialize(self, dry_run: bool, extra_assets) -> dg.ExecuteInProcessResult:
+        return dg.materialize(
             [offset_snapshot, offset_translations, offset_standby_commits, *extra_assets],
             resources=self.resources,
             instance=self.instance,
@@ -80,8 +109,6 @@ class Cycles:
                 "offset_standby_commits": {"config": {"dry_run": dry_run}},
             }},
         )
-        assert result.success
-        return result
 
     def commits(self, result) -> dict[int, dict]:
         """partition -> this run's offset_commits row."""
@@ -104,7 +131,7 @@ class Cycles:
         return {r[0]: r[1:] for r in rows}
 
     def log_lines(self, result, prefix: str) -> list[str]:
-        return [e.user_message for e in self.instance.all_logs(result.run_id) if e.user_message.startswith(prefix)]
+        return [line for line in self.decision_lines[result.run_id] if line.startswith(prefix)]
 
     def standby_committed(self, cluster: str = "idc2") -> dict[int, int]:
         return committed(self.kafka_pair.bootstrap(cluster), self.group, self.topic)
@@ -168,6 +195,10 @@ def test_dry_run_then_commit_then_unchanged(kafka_pair, chdb_dsn, mirrored_topic
         lines = cycles.log_lines(real, "offset-sync commit ")
         assert sorted(parse_commit_log_line(line)["partition"] for line in lines) == list(range(PARTITIONS))
         assert {parse_commit_log_line(line)["group"] for line in lines} == {group}
+        # Not one Dagster event per decision (decision_log.py): one summary event per step.
+        events = [e.user_message for e in cycles.instance.all_logs(real.run_id)]
+        assert not [m for m in events if m.startswith(("offset-sync commit ", "offset-sync decision "))]
+        assert len([m for m in events if m.startswith("offset-sync commits ")]) == 1
 
         # 3. nothing new: unchanged, nothing written
         again = cycles.run()

@@ -5,8 +5,8 @@ re-reads the standby group (members, committed offsets) and the active member co
 planning, finds partitions reset backwards on the active cluster since the group's previous
 snapshot, plans with ``plan_standby_commits`` (DESIGN.md §5, with each partition's safe bound) and
 writes with ONE commit call per group, never in a dry run. Every decision is logged
-(``commit_log_line``) and appended to ``offset_commits``, also dry-run, refused, split-brain,
-skipped and failed ones. One group failing (a cluster down) never fails the others.
+(``commit_log_line``, to the step's stderr: ``decision_log.py``) and appended to
+``offset_commits``, also dry-run, refused, split-brain, skipped and failed ones. One group failing (a cluster down) never fails the others.
 
 Asset checks: ``no_loss`` (ERROR) and ``sync_freshness`` (WARN), see ``offset_pipeline/commit_checks.py``.
 """
@@ -25,6 +25,7 @@ from offset_pipeline.commit_checks import (
 )
 from offset_pipeline.commit_rules import commit_log_line
 from offset_pipeline.commit_step import TRANSLATED_COLUMNS, CycleContext, TranslatedRow, commit_group
+from offset_pipeline.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.settings import dry_run_default
 from offset_pipeline.storage import commits, snapshots, translations
@@ -36,6 +37,8 @@ class CommitConfig(dg.Config):
     max_sync_age_s: float = 300.0  # sync_freshness fails for a group not fully synced this long
     kafka_timeout_s: float = 10.0
 
+
+_WARNED_ERRORS = 20  # commit errors logged as Dagster warnings per cycle; all are in offset_commits
 
 _TRANSLATIONS_QUERY = (
     f"SELECT {', '.join(TRANSLATED_COLUMNS)} FROM {translations.TRANSLATIONS_TABLE} "
@@ -84,23 +87,30 @@ def offset_standby_commits(
     unreachable: dict = {}
 
     kafka_started = time.monotonic()
-    stored = []
+    stored, lines = [], []
     for group_id, rows in sorted(by_group.items()):
         active = rows[0].active
         plan, group_rows = commit_group(
             rows, clusters, cycle, active_before=before.get((active, group_id)), admins=admins,
             unreachable=unreachable,
         )
-        for commit in plan:
-            context.log.info(commit_log_line(commit))
-        for row in group_rows:
-            if row.error:
-                context.log.warning(
-                    f"offset-sync commit error group={row.group_id!r} topic={row.topic!r} "
-                    f"partition={row.partition}: {row.error}"
-                )
+        lines += [commit_log_line(commit) for commit in plan]
         stored += group_rows
     kafka_s = time.monotonic() - kafka_started
+    # One line per decision to the step's stderr (decision_log.py); errors also as Dagster warnings,
+    # a bounded number of them (a cluster down would otherwise be one event per group-partition).
+    write_decision_lines(lines)
+    errors = [r for r in stored if r.error]
+    for row in errors[:_WARNED_ERRORS]:
+        context.log.warning(
+            f"offset-sync commit error group={row.group_id!r} topic={row.topic!r} partition={row.partition}: {row.error}"
+        )
+    if len(errors) > _WARNED_ERRORS:
+        context.log.warning(f"offset-sync commit errors: {len(errors) - _WARNED_ERRORS} more (offset_commits.error)")
+    context.log.info(
+        f"offset-sync commits {snapshot_id}: {len(stored)} group-partitions, {len(by_group)} groups; "
+        f"{len(lines)} decision lines on the step's stderr; {len(errors)} errors"
+    )
     written = commits.insert_rows(client, stored)
 
     no_loss = evaluate_no_loss(stored)

@@ -6,7 +6,8 @@ then the group's own offset movement since the previous snapshot, then its previ
 translated),
 translates on Spark grouped by topic-partition (each Kafka partition read once per cycle however
 many groups read it), and appends the results to ``offset_translations`` and the anchors to keep to
-``offset_anchors``. Every decision is logged in one line (``decision_log_line``).
+``offset_anchors``. Every decision is logged in one line (``decision_log_line``) to the step's
+stderr (``decision_log.py``), with one summary event in the run's Dagster log.
 """
 
 import time
@@ -15,6 +16,7 @@ from collections import Counter
 import dagster as dg
 from pydantic import Field
 
+from offset_pipeline.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.spark import SparkResource
 from offset_pipeline.spark_translation import RESULT_COLUMNS, result_row, translate_groups, work_dataframe
@@ -75,13 +77,21 @@ def offset_translations(
         rows += [{c: row[c] for c in RESULT_COLUMNS} for row in (r.asDict() for r in out.collect())]
         spark_s = time.monotonic() - spark_started
 
-    for group_id, direction in sorted(cycle.directions.items()):
-        context.log.info(
+    # One line per decision to the run's stderr (decision_log.py: not one Dagster event each).
+    logged = write_decision_lines(
+        [
             f"offset-sync direction group={quote_log_text(group_id)} active={direction.active or '-'} "
             f"basis={direction.basis.value} reason={quote_log_text(direction.reason)}"
-        )
-    for row in rows:
-        context.log.info(row["decision"])
+            for group_id, direction in sorted(cycle.directions.items())
+        ]
+        + [row["decision"] for row in rows]
+    )
+    statuses = Counter(r["status"] for r in rows)
+    context.log.info(
+        f"offset-sync translations {snapshot_id}: {len(rows)} group-partitions, {len(cycle.directions)} groups; "
+        f"{logged} decision lines on the step's stderr; statuses "
+        + ", ".join(f"{k}={v}" for k, v in sorted(statuses.items()))
+    )
     written = translations.insert_translations(client, rows)
     kept = [
         {
@@ -96,7 +106,6 @@ def offset_translations(
     ]
     anchors_written = translations.insert_anchors(client, kept)
 
-    statuses = Counter(r["status"] for r in rows)
     strategies = Counter(r["strategy"] for r in rows)
     return dg.MaterializeResult(
         metadata={
