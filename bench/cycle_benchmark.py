@@ -25,6 +25,7 @@ figures. Strategy rates come from this cycle's ``offset_translations`` rows.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import statistics
@@ -42,7 +43,9 @@ sys.path.insert(0, str(BENCH_DIR))
 import dagster as dg  # noqa: E402
 
 from _clusters import CLUSTERS, ActiveGroups, ScratchClusters, Workload, create_and_fill, free_port, mirror_both_ways  # noqa: E402
+from carried import carried_group_partitions, carried_translated  # noqa: E402
 from floor_reads import FloorPartition, run_floor  # noqa: E402
+from offset_pipeline.decision_log import LOGGER_NAME  # noqa: E402
 from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges  # noqa: E402
 
 CADENCE_S = 30.0
@@ -189,8 +192,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topics-per-group", type=int, default=10, help="topics each group reads (fewer members)")
     parser.add_argument("--records-per-partition", type=int, default=40, help="per producing cluster")
     parser.add_argument("--cycles", type=int, default=5)
-    parser.add_argument("--quiet-cycles", type=int, default=2,
-                        help="extra cycles with the instance's python_log_level at WARNING (no per-row INFO logs)")
     parser.add_argument("--launched-runs", type=int, default=1, help="cycles run as a fresh `dagster job execute`")
     parser.add_argument("--spark", choices=("connect", "local"), default="connect")
     parser.add_argument("--connect-url", help="use this Spark Connect server instead of starting one")
@@ -240,9 +241,15 @@ def run_benchmark(args, workload: Workload, clusters: ScratchClusters, groups: A
     assets = offset_sync_assets()
     run_config = {
         "ops": {"offset_translations": {"config": {"topic_shapes": workload.shapes()}}},
-        # Decision lines still go to the run's event log (as in a launched run); just not to this console.
-        "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+        "loggers": {"console": {"config": {"log_level": "WARNING"}}},  # the summary events: not to this console
     }
+    # The decision lines (one per group-partition and step) are written as a deployment would route
+    # them: to a file (decision_log.py), so their cost counts but they do not flood this console.
+    decisions = logging.getLogger(LOGGER_NAME)
+    handler = logging.FileHandler(tmp_dir / "decisions.log")
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    decisions.handlers, decisions.propagate = [handler], False
+    decisions.setLevel(logging.INFO)
     runs: list[dict] = []
 
     def in_process(label: str, instance: dg.DagsterInstance) -> None:
@@ -260,7 +267,7 @@ def run_benchmark(args, workload: Workload, clusters: ScratchClusters, groups: A
             for a in assets
         }
         runs.append({
-            "label": label, "wall": wall, "run": run_window(instance, result.run_id),
+            "label": label, "run_id": result.run_id, "wall": wall, "run": run_window(instance, result.run_id),
             "steps": step_seconds(instance, result.run_id), "events": len(instance.all_logs(result.run_id)),
             "metadata": metadata, "shares": translation_shares(dsn, result.run_id),
         })
@@ -269,11 +276,6 @@ def run_benchmark(args, workload: Workload, clusters: ScratchClusters, groups: A
     instance = dg.DagsterInstance.ephemeral()
     for n in range(1, args.cycles + 1):
         in_process(f"{n}" + (" (cold)" if n == 1 else ""), instance)
-    # The same cycle with the instance's python_log_level at WARNING: context.log.info calls (one
-    # decision line per group-partition) are dropped before they reach the event log.
-    quiet = dg.DagsterInstance.ephemeral(settings={"python_logs": {"python_log_level": "WARNING"}})
-    for n in range(1, args.quiet_cycles + 1):
-        in_process(f"q{n} (no INFO logs)", quiet)
 
     for n in range(1, args.launched_runs + 1):
         figures = launched_run(clusters, dsn, workload.shapes(), url, tmp_dir / "dagster_home")
@@ -286,6 +288,17 @@ def run_benchmark(args, workload: Workload, clusters: ScratchClusters, groups: A
         from offset_pipeline.resources.spark import get_spark_session
 
         get_spark_session(connect_url=url).stop()
+    carried = carried_group_partitions(
+        clusters.bootstraps, workload.shapes(), {g.group_id: g.active for g in workload.groups()}, groups.committed,
+    )
+    from offset_pipeline.resources.clickhouse import ClickHouseResource, close_embedded_clients
+
+    client = ClickHouseResource(dsn=dsn).get_client()
+    try:
+        for r in runs:
+            r["carried"] = carried_translated(client, r["run_id"], carried)
+    finally:
+        close_embedded_clients(dsn)
     floor_inputs = floor_partitions(clusters, workload, groups)
     floors = [run_floor(clusters.bootstraps, floor_inputs) for _ in range(2)]
     floor = min(floors, key=lambda f: f.seconds)
@@ -361,6 +374,10 @@ def format_report(args, workload, url, runs, floor, floor_inputs) -> str:
         ]])
     rows2.append(["translated (all)", "", *[share(sh, lambda a, b: TranslationStatus(a).translated) for sh in shares]])
     rows2.append(["exact (InSync candidates)", "", *[share(sh, lambda a, b: TranslationStatus(a).exact) for sh in shares]])
+    two_way = [r["carried"] for r in runs]
+    rows2.append(["two-way, carried a standby-origin", "record below c: translated (target >= 99%)", *[
+        f"{100 * n / total:.1f}% of {total}" if total else "-" for n, total in two_way
+    ]])
     labels = [r["label"].split(" ")[0] for r in runs]
     lines.append(table(["status", "strategy", *labels], rows2, align="ll" + "r" * len(labels)))
     lines.append("=" * 100)
