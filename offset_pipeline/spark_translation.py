@@ -15,11 +15,14 @@ never Dagster resources or clients.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 from offset_pipeline.translation import (
     Anchor,
+    ShapeKind,
+    ShapeSource,
     TimestampType,
     TopicShape,
     TranslationResult,
@@ -36,7 +39,8 @@ WORK_SCHEMA = (
     "group_id string, topic string, partition int, active string, standby string, "
     "committed long, standby_committed long, "
     "active_log_start long, active_log_end long, standby_log_start long, standby_log_end long, "
-    "anchor_active_offset long, anchor_standby_offset long, shape string, standby_timestamp_type string"
+    "anchor_active_offset long, anchor_standby_offset long, shape string, standby_timestamp_type string, "
+    "shape_source string"
 )
 
 #: Output columns: the ``offset_translations`` columns, plus the anchor to keep and the decision line.
@@ -140,6 +144,8 @@ def translate_partition_rows(
         shape = parse_shape(first["shape"]) or TopicShape.unknown()
     except ValueError as exc:
         shape = TopicShape.unknown(str(exc))
+    if first.get("shape_source") == "detected" and shape.kind is not ShapeKind.UNKNOWN:
+        shape = dataclasses.replace(shape, source=ShapeSource.DETECTED, reason="detected from origin headers")
     # The standby topic's message.timestamp.type from the snapshot; unknown (NULL) reads as the
     # broker default, CreateTime: the safe bound never relies on timestamps either way.
     timestamp_type = first.get("standby_timestamp_type") or TimestampType.CREATE_TIME.value

@@ -78,8 +78,12 @@ def build_work(
     anchors: Mapping[tuple[str, str, int, str, str], Anchor],
     clusters: tuple[str, str],
     history: DirectionHistory = DirectionHistory(),
+    detected_shapes: Mapping[str, str] | None = None,
 ) -> CycleWork:
-    """``snapshot_rows``: tuples in :data:`SNAPSHOT_COLUMNS` order (one per cluster, group, partition)."""
+    """``snapshot_rows``: tuples in :data:`SNAPSHOT_COLUMNS` order (one per cluster, group, partition).
+    ``shapes``: configured shapes; ``detected_shapes``: shapes detected from origin headers, used for
+    topics without a configured one (a configured shape always wins)."""
+    detected_shapes = detected_shapes or {}
     by_group: dict[str, dict] = {}
     for cluster, group_id, members, topic, partition, committed, present, log_start, log_end, ts_type in snapshot_rows:
         if cluster not in clusters:
@@ -116,11 +120,11 @@ def build_work(
             if not decision.decided:
                 undecided.append(decision.result_for(topic, partition))
                 continue
-            work.append(_work_row(group_id, topic, partition, decision, side, shapes, anchors))
+            work.append(_work_row(group_id, topic, partition, decision, side, shapes, detected_shapes, anchors))
     return CycleWork(work, undecided, directions)
 
 
-def _work_row(group_id, topic, partition, decision, side, shapes, anchors) -> dict[str, Any]:
+def _work_row(group_id, topic, partition, decision, side, shapes, detected_shapes, anchors) -> dict[str, Any]:
     active, standby = decision.active, decision.standby
     a, s = side.get(active, {}), side.get(standby, {})
     anchor = anchors.get((group_id, topic, partition, active, standby))
@@ -135,6 +139,7 @@ def _work_row(group_id, topic, partition, decision, side, shapes, anchors) -> di
         "standby_log_start": logged(s, "log_start"), "standby_log_end": logged(s, "log_end"),
         "anchor_active_offset": anchor.active_offset if anchor else None,
         "anchor_standby_offset": anchor.standby_offset if anchor else None,
-        "shape": shapes.get(topic, ""),
+        "shape": shapes[topic] if topic in shapes else detected_shapes.get(topic, ""),
+        "shape_source": "configured" if topic in shapes else ("detected" if topic in detected_shapes else ""),
         "standby_timestamp_type": logged(s, "timestamp_type"),
     }

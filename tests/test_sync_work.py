@@ -81,9 +81,16 @@ def test_work_rows_carry_both_sides_the_kept_anchor_and_the_shape():
         "group_id": G, "topic": "t", "partition": 0, "active": "idc1", "standby": "idc2", "committed": 10,
         "standby_committed": 4, "active_log_start": 0, "active_log_end": 20, "standby_log_start": 0,
         "standby_log_end": 20, "anchor_active_offset": 9, "anchor_standby_offset": 3, "shape": "two_way",
-        "standby_timestamp_type": "CreateTime",
+        "standby_timestamp_type": "CreateTime", "shape_source": "configured",
     }
     assert by_partition[1]["standby_committed"] is None and by_partition[1]["anchor_active_offset"] is None
+
+
+def test_a_configured_shape_wins_over_a_detected_one():
+    snapshot = rows(members=(1, 0), committed=({("t", 0): 10, ("u", 0): 3, ("v", 0): 1}, {}))
+    work = build_work(snapshot, {"t": "two_way"}, {}, CLUSTERS, detected_shapes={"t": "one_way:idc1", "u": "one_way:idc1"}).work
+    by_topic = {w["topic"]: (w["shape"], w["shape_source"]) for w in work}
+    assert by_topic == {"t": ("two_way", "configured"), "u": ("one_way:idc1", "detected"), "v": ("", "")}
 
 
 def test_work_rows_carry_the_standby_timestamp_type_of_a_present_topic_only():

@@ -237,6 +237,82 @@ def test_log_append_time_on_the_standby_is_read_from_the_topic_config(kafka_pair
     assert (active, status, offset) == ("idc1", "log_append_time_on_standby", None), reason
 
 
+def test_unconfigured_topics_get_their_shape_from_origin_headers(kafka_pair, session_mirrors, chdb_dsn, topic_name):
+    one_way = kafka_pair.create_topic(topic_name + ".one")
+    two_way = kafka_pair.create_topic(topic_name + ".two")
+    b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    producers = {c: Producer({"bootstrap.servers": b, "log_level": 3}) for c, b in (("idc1", b1), ("idc2", b2))}
+    for i in range(30):
+        producers["idc1"].produce(one_way, value=f"o{i}".encode(), partition=0, timestamp=1_700_000_000_000 + 1000 * i)
+        for cluster, producer in producers.items():
+            producer.produce(two_way, value=f"{cluster}-{i}".encode(), partition=0)
+    for producer in producers.values():
+        assert producer.flush(30) == 0
+    for bootstrap in (b1, b2):
+        wait_for(lambda: log_end(bootstrap, two_way, 0) >= 60, timeout=60, what=f"mirrored {two_way}")
+    wait_for(lambda: log_end(b2, one_way, 0) >= 30, timeout=60, what=f"mirrored {one_way}")
+
+    group = f"shape-{uuid.uuid4().hex[:8]}"
+    member = Consumer({"bootstrap.servers": b1, "group.id": group, "enable.auto.commit": False,
+                       "auto.offset.reset": "latest", "log_level": 3, "session.timeout.ms": 30000})
+    assigned = threading.Event()
+    member.subscribe([one_way, two_way], on_assign=lambda c, parts: assigned.set())
+    wait_for(lambda: member.poll(0.2) is None and assigned.is_set(), timeout=30, what="group assignment on idc1")
+    member.commit(offsets=[TopicPartition(one_way, 0, 12), TopicPartition(two_way, 0, 50)], asynchronous=False)
+    stop = threading.Event()
+
+    def keep_polling():
+        while not stop.is_set():
+            member.poll(0.2)
+
+    poller = threading.Thread(target=keep_polling, daemon=True)
+    poller.start()
+    try:
+        result = dg.materialize(
+            [offset_snapshot, offset_translations],
+            resources={
+                "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=b1),
+                "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=b2),
+                "clickhouse": ClickHouseResource(dsn=chdb_dsn),
+                "spark": SparkResource(),
+            },
+            run_config={"ops": {
+                "offset_snapshot": {"config": {"group_include": f"^{group}$"}},
+                "offset_translations": {"config": {"topic_shapes": {}}},
+            }},
+        )
+    finally:
+        stop.set()
+        poller.join(timeout=10)
+        member.close()
+    assert result.success
+    metadata = result.asset_materializations_for_node("offset_translations")[0].metadata
+    assert metadata["shapes_detected"].value == {one_way: "one_way:idc1", two_way: "two_way"}
+    assert metadata["shape_topics_sampled"].value == 2
+    client = ClickHouseResource(dsn=chdb_dsn).get_client()
+    observed = client.query(
+        "SELECT topic, cluster, local, copies, malformed FROM topic_shape_observations "
+        "WHERE snapshot_id = {s:String} ORDER BY topic, cluster",
+        parameters={"s": result.run_id},
+    ).result_rows
+    # The newest 50 offsets: all of the one-way logs; on the two-way logs, records of both origins
+    # (and the mirror's transaction markers, which are not records).
+    assert observed[:2] == [(one_way, "idc1", 30, 0, 0), (one_way, "idc2", 0, 30, 0)]
+    assert [(t, c) for t, c, *_ in observed[2:]] == [(two_way, "idc1"), (two_way, "idc2")]
+    assert all(local > 0 and copies > 0 and malformed == 0 and 40 <= local + copies <= 50
+               for _, _, local, copies, malformed in observed[2:]), observed
+    rows = dict(
+        ((topic, (strategy, status)) for topic, strategy, status in client.query(
+            "SELECT topic, strategy, status FROM offset_translations WHERE group_id = {g:String} AND snapshot_id = {s:String}",
+            parameters={"g": group, "s": result.run_id},
+        ).result_rows)
+    )
+    # The detected one-way topic is searched by timestamp from its producing side; the two-way one
+    # is anchored by headers only.
+    assert rows[one_way] == ("timestamp_search", "timestamp_exact"), rows
+    assert rows[two_way][0] == "header_anchor" and TranslationStatus(rows[two_way][1]).translated
+
+
 def test_ensure_tables_adds_safe_bound_to_a_table_from_before_it(chdb_dsn):
     client = ClickHouseResource(dsn=chdb_dsn).get_client()
     old_ddl = TRANSLATIONS_DDL.replace(",\n    safe_bound            Nullable(Int64)", "")

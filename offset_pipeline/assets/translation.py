@@ -3,7 +3,8 @@
 Reads this run's ``offset_snapshot`` rows from ClickHouse, decides each group's direction (members,
 then the group's own offset movement since the previous snapshot, then its previous direction:
 ``offset_pipeline/sync_work.py``; a group with members on both clusters is a split brain and is not
-translated),
+translated), detects the shape of topics without a configured one from the origin headers of their
+newest records (``offset_pipeline/shape_step.py``; a configured shape always wins),
 translates on Spark grouped by topic-partition (each Kafka partition read once per cycle however
 many groups read it), and appends the results to ``offset_translations`` and the anchors to keep to
 ``offset_anchors``. Every decision is logged in one line (``decision_log_line``) to the step's
@@ -21,6 +22,7 @@ from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.spark import SparkResource
 from offset_pipeline.spark_translation import RESULT_COLUMNS, result_row, translate_groups, work_dataframe
 from offset_pipeline.settings import topic_shapes
+from offset_pipeline.shape_step import ShapeSettings, ShapeStep, sample_and_detect
 from offset_pipeline.storage import snapshots, translations
 from offset_pipeline.storage.history import direction_history
 from offset_pipeline.sync_work import SNAPSHOT_COLUMNS, build_work
@@ -34,6 +36,14 @@ class TranslationConfig(dg.Config):
     window: int = 50
     refine_window: int = 200
     kafka_timeout_s: float = 10.0
+    # Shape detection for topics not in topic_shapes (shape_step.py): how many topics are sampled
+    # per cycle, how many newest records per sample, how long evidence counts, how many records per
+    # cluster a one-way verdict needs. Off: unconfigured topics stay unknown (header anchors only).
+    detect_shapes: bool = True
+    shape_topics_per_cycle: int = 20
+    shape_records_per_sample: int = 50
+    shape_evidence_hours: float = 24.0
+    shape_min_evidence: int = 20
 
 
 _SNAPSHOT_QUERY = (
@@ -61,7 +71,17 @@ def offset_translations(
     anchors = translations.latest_anchors(client)
     clusters = (idc1.cluster_name, idc2.cluster_name)
     history = direction_history(client, snapshot_id)
-    cycle = build_work(snapshot_rows, dict(config.topic_shapes), anchors, clusters, history)
+    confs = {r.cluster_name: r.client_config() for r in (idc1, idc2)}
+    shape_step = ShapeStep()
+    if config.detect_shapes:
+        shape_step = sample_and_detect(
+            client, snapshot_id, cycle_time_ms, snapshot_rows, config.topic_shapes, clusters, confs,
+            ShapeSettings(config.shape_topics_per_cycle, config.shape_records_per_sample,
+                          config.shape_evidence_hours * 3600, config.shape_min_evidence, config.kafka_timeout_s),
+        )
+        for error in shape_step.errors:
+            context.log.warning(f"offset-sync shape sample failed: {error}")
+    cycle = build_work(snapshot_rows, dict(config.topic_shapes), anchors, clusters, history, shape_step.detected())
     work, undecided = cycle.work, cycle.undecided
 
     rows = [result_row(r, snapshot_id, cycle_time_ms) for r in undecided]
@@ -69,7 +89,6 @@ def offset_translations(
     if work:
         spark_started = time.monotonic()
         session = spark.spark_session
-        confs = {r.cluster_name: r.client_config() for r in (idc1, idc2)}
         out = translate_groups(
             session, work_dataframe(session, work), confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
             window=config.window, refine_window=config.refine_window, timeout_s=config.kafka_timeout_s,
@@ -116,6 +135,9 @@ def offset_translations(
             **{f"strategy_{k}": v for k, v in sorted(strategies.items())},
             **{f"direction_{k}": v for k, v in sorted(cycle.basis_counts().items())},
             "anchors_written": anchors_written,
+            "shapes_detected": {t: s.value for t, s in sorted(shape_step.shapes.items())},
+            "shape_topics_sampled": len(shape_step.sampled),
+            "shape_sample_errors": len(shape_step.errors),
             "spark_seconds": round(spark_s, 3),
             "total_seconds": round(time.monotonic() - started, 3),
         }
