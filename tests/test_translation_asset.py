@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from datetime import datetime, timezone
 
@@ -183,8 +184,11 @@ def test_log_append_time_on_the_standby_is_read_from_the_topic_config(kafka_pair
     kafka_pair.create_topic(topic_name, on=("idc1",))
     b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
     producer = Producer({"bootstrap.servers": b1, "log_level": 3})
+    # Timestamps within the retention (7 days by default): older records are deleted by the
+    # brokers' retention check, which runs every 5 minutes.
+    recent_ms = int(time.time() * 1000) - 600_000
     for i in range(30):
-        producer.produce(topic, value=f"r{i}".encode(), partition=0, timestamp=1_700_000_000_000 + i)
+        producer.produce(topic, value=f"r{i}".encode(), partition=0, timestamp=recent_ms + i)
     assert producer.flush(30) == 0
     wait_for(lambda: log_end(b2, topic, 0) >= 30, timeout=60, what=f"mirrored {topic}")
     group = f"lat-{uuid.uuid4().hex[:8]}"
@@ -242,8 +246,9 @@ def test_unconfigured_topics_get_their_shape_from_origin_headers(kafka_pair, ses
     two_way = kafka_pair.create_topic(topic_name + ".two")
     b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
     producers = {c: Producer({"bootstrap.servers": b, "log_level": 3}) for c, b in (("idc1", b1), ("idc2", b2))}
+    recent_ms = int(time.time() * 1000) - 600_000  # within the retention (see the test above)
     for i in range(30):
-        producers["idc1"].produce(one_way, value=f"o{i}".encode(), partition=0, timestamp=1_700_000_000_000 + 1000 * i)
+        producers["idc1"].produce(one_way, value=f"o{i}".encode(), partition=0, timestamp=recent_ms + 1000 * i)
         for cluster, producer in producers.items():
             producer.produce(two_way, value=f"{cluster}-{i}".encode(), partition=0)
     for producer in producers.values():
