@@ -1,4 +1,7 @@
-"""The floor: the Kafka lookups of one translation cycle, done by a minimal sequential script.
+"""The floor: the Kafka lookups of one sync cycle, done by a minimal sequential script.
+
+:func:`run_lookup_floor` does the snapshot's and the commit step's lookups (admin calls);
+:func:`run_floor` the translation reads, described here:
 
 One read_committed consumer per cluster, reused for every partition, no Spark, no Dagster, no
 ClickHouse, no translation logic. Per topic-partition (all its groups at once, as the pipeline):
@@ -132,3 +135,63 @@ def run_floor(bootstraps: dict[str, str], partitions: list[FloorPartition], *, w
         for consumer in consumers.values():
             consumer.close()
     return result
+
+
+# -- the other lookups of a cycle: the snapshot's and the commit step's -------------------------
+
+
+@dataclass
+class LookupFloor:
+    snapshot_seconds: float = 0.0
+    commit_seconds: float = 0.0
+    groups_read: int = 0
+    partitions_ranged: int = 0
+
+
+def run_lookup_floor(bootstraps: dict[str, str], groups: dict[str, str], partitions: list[tuple[str, int]],
+                     timeout_s: float = 30.0) -> LookupFloor:
+    """The snapshot's and the commit step's Kafka lookups, sequential, with plain admin clients.
+
+    ``groups``: group id -> its active cluster. Snapshot, per cluster: list the groups, describe
+    the workload's, each one's committed offsets, topic metadata, log start / end / last stable
+    offset of ``partitions``, the topics' ``message.timestamp.type``. Commit step, per group: its
+    members on both clusters and its committed offsets on the standby (what is re-read before
+    planning; a benchmark over quiescent logs writes nothing).
+    """
+    from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel
+    from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
+
+    admins = {name: AdminClient({"bootstrap.servers": b, "log_level": 3}) for name, b in bootstraps.items()}
+    out = LookupFloor(groups_read=len(groups), partitions_ranged=len(partitions))
+    for admin in admins.values():
+        admin.list_topics(timeout=timeout_s)  # connected before timing
+    ids = sorted(groups)
+    topics = sorted({t for t, _ in partitions})
+    started = time.monotonic()
+    for admin in admins.values():
+        admin.list_consumer_groups(request_timeout=timeout_s).result(timeout_s)
+        for future in admin.describe_consumer_groups(ids, request_timeout=timeout_s).values():
+            future.result(timeout_s)
+        for gid in ids:
+            admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(gid)], request_timeout=timeout_s)[gid].result(timeout_s)
+        admin.list_topics(timeout=timeout_s)
+        for spec, isolation in ((OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED),
+                                (OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED),
+                                (OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)):
+            request = {TopicPartition(t, p): spec for t, p in partitions}
+            for future in admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout_s).values():
+                future.result(timeout_s)
+        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+        for future in admin.describe_configs(resources, request_timeout=timeout_s).values():
+            future.result(timeout_s)
+    out.snapshot_seconds = time.monotonic() - started
+
+    started = time.monotonic()
+    for gid, active in sorted(groups.items()):
+        standby = next(n for n in admins if n != active)
+        for name in (active, standby):
+            admins[name].describe_consumer_groups([gid], request_timeout=timeout_s)[gid].result(timeout_s)
+        admins[standby].list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(gid)], request_timeout=timeout_s)[gid].result(timeout_s)
+    out.commit_seconds = time.monotonic() - started
+    return out
