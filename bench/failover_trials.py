@@ -13,6 +13,7 @@ random moment and restarted on its standby (offset_pipeline/devstack/failover_tr
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import tempfile
 import threading
@@ -28,6 +29,7 @@ from offset_pipeline.devstack.failover_trials import (
     plan_trials,
     summarize,
 )
+from offset_pipeline.decision_log import LOGGER_NAME
 from offset_pipeline.devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
 from offset_pipeline.devstack.traffic import TopicTraffic, TrafficGenerator, ensure_topics
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
@@ -61,6 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with ScratchClusters() as clusters, tempfile.TemporaryDirectory(prefix="offset-pipeline-trials-") as scratch:
         bootstraps = clusters.bootstraps
+        # The decision lines (decision_log.py) to a file, as a deployment routes them, not this console.
+        decisions = logging.getLogger(LOGGER_NAME)
+        handler = logging.FileHandler(Path(scratch) / "decisions.log")
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        decisions.handlers, decisions.propagate = [handler], False
+        decisions.setLevel(logging.INFO)
         ensure_topics(plan, bootstraps)
         stop = threading.Event()
         threads = []
