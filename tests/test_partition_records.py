@@ -21,8 +21,10 @@ from offset_pipeline.kafka_reads.partition_records import (
     read_translation_facts,
 )
 from offset_pipeline.translation.facts import RecordFact
+from offset_pipeline.translation.headers import origin_headers
 from offset_pipeline.translation.result import TranslationStatus
 from offset_pipeline.translation.shape import TopicShape
+from offset_pipeline.translation.safe_bound import safe_standby_bound
 from offset_pipeline.translation.translate import check_no_loss, translate_partition
 from .conftest import wait_for
 
@@ -339,3 +341,38 @@ def test_reads_stop_at_the_last_stable_offset_of_an_open_transaction(kafka_pair)
             assert [r.offset for r in records] == [8, 9] and upto == 10
     finally:
         producer.abort_transaction(30)
+
+
+def test_a_search_answered_by_a_late_marker_is_backed_by_the_standby_last_record(kafka_pair):
+    # Not a "t." topic: no session mirror; the test writes the copies itself, as the mirror does:
+    # headers IDC/Offset, in a transaction whose commit marker the broker stamps now, an hour after
+    # the records. The copy of the searched record (a12) is not on idc2 yet, so offsets_for_times
+    # answers with the marker and no real record follows it.
+    topic = f"x.late-marker.{uuid.uuid4().hex[:6]}"
+    kafka_pair.create_topic(topic)
+    base = int(time.time() * 1000) - 3_600_000
+    active = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc1"), "log_level": 3})
+    for i in range(15):
+        active.produce(topic, value=f"a{i}".encode(), partition=0, timestamp=base + 1000 * i)
+    assert active.flush(30) == 0
+    copier = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc2"), "transactional.id": f"tx-{uuid.uuid4().hex}",
+                       "log_level": 3})
+    copier.init_transactions(30)
+    copier.begin_transaction()
+    for i in range(10):
+        copier.produce(topic, value=f"a{i}".encode(), partition=0, timestamp=base + 1000 * i,
+                       headers=list(origin_headers("idc1", i)))
+    copier.commit_transaction(30)
+    logs = snapshot_logs(kafka_pair, topic)
+    assert (logs.active_log_end, logs.standby_log_end) == (15, 11)  # 10 copies and the marker
+
+    (facts,) = read_translation_facts(
+        "idc1", "idc2", conf(kafka_pair, "idc1"), conf(kafka_pair, "idc2"), topic, 0, logs,
+        [GroupPartitionInput("g", 12)], shape=TopicShape.one_way("idc1"),
+    )
+    tf = facts.timestamp
+    assert (tf.search_offset, tf.standby_records) == (10, ())  # the marker, nothing real after it
+    assert tf.standby_last is not None and tf.standby_last.offset == 9
+    result = translate_partition(facts)
+    assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_SEARCH, 10)
+    assert safe_standby_bound(facts) == 10  # proven: the commit guard lets it through

@@ -527,9 +527,14 @@ def _with_timestamp_search(
     else:
         records, _ = reader.read(s_start, stop=lambda offs: bool(offs))
         first = records[0] if records else None
-    # standby_last: only when some search found nothing below the standby's log end.
+    # standby_last: when some search found nothing below the standby's log end, or only what is not
+    # a record (a search answered with a transaction marker stamped after the searched timestamp,
+    # with no real record after it: the forward window is empty).
+    def window_empty(o: int | None) -> bool:
+        return o is not None and o < s_end and not window_from(max(o, s_start))
+
     last = None
-    if any(o is None or o >= s_end for o in found.values()):
+    if any(o is None or o >= s_end or window_empty(o) for o in found.values()):
         last = _read_last(reader, s_start, reader.end, refine_window)
     stats.standby_records += reader.records
     stats.standby_passes += reader.passes
@@ -546,7 +551,7 @@ def _with_timestamp_search(
             searched_offset=record.offset,
             search_offset=o,
             standby_records=() if none else tuple(window_from(max(o, s_start))),
-            standby_last=last if none else None,
+            standby_last=last if none or window_empty(o) else None,
             mirror_writes_headers=mirror_writes_headers,
             standby_first=first,
         )

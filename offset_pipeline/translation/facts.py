@@ -61,7 +61,8 @@ class TimestampFacts:
     ``search_offset`` is the answer of ``offsets_for_times(timestamp)`` on the standby, None when
     the standby has no record with a timestamp that large (end of log). ``standby_records`` are the
     standby's real records read forward from ``search_offset`` (bounded), for the header refinement.
-    ``standby_last`` is the standby's last real record, read only when ``search_offset`` is None.
+    ``standby_last`` is the standby's last real record, read only when no real record follows the
+    search result (``search_offset`` None, or only transaction markers from it to the end).
     ``standby_first`` is the standby's first real record at or after its log start (None: the
     standby holds no real record): it shows whether retention on the standby deleted the copy of
     the searched record (then the first retained record copies a later one). Always read it.

@@ -360,7 +360,8 @@ class TwoClusterModel:
             if with_timestamp and searched is not None and shape.allows_timestamp_search(active):
                 o = B.offsets_for_times(searched.timestamp)
                 forward = [] if o is None else [self.record_fact(e, standby) for e in B.retained_real(o)][:refine_window]
-                last = B.last_real() if o is None else None
+                # as the reader: the last real record when nothing real follows the answer
+                last = B.last_real() if o is None or not forward else None
                 first = B.first_real_at_or_after(B.log_start)
                 timestamp = TimestampFacts(
                     searched.offset, o, tuple(forward), self.record_fact(last, standby) if last is not None else None,

@@ -19,6 +19,12 @@ caught-up variant). The scan stops, keeping the last safe offset, at a copy of a
 and at the end of the window. It never goes past the copy of ``a``. A mirror that writes no
 headers gives an unrefined search (headers on B are then not trusted at all).
 
+**Nothing real after the answer.** When B has no record with a timestamp ``>= ts``, or the answer
+``o`` is a transaction marker (the mirror's markers are stamped when it commits, later than the
+records it copied) with no real record after it, B's last real record decides: a copy of a record
+before ``a`` gives ``t`` = its offset + 1 -- the same position as ``o`` for a consumer (only
+markers between), and one the copies read prove (``safe_bound``).
+
 **Checks that refuse rather than guess:**
 
 * LogAppendTime on B: copies do not carry A's timestamps, the search is meaningless.
@@ -110,7 +116,11 @@ def translate_by_timestamp(facts: PartitionFacts) -> TranslationResult:
         }.values(),
         key=lambda r: r.offset,
     )
-    last = tf.standby_last if search_none else None
+    # No real record at or after the search result: the standby holds nothing with a timestamp >=
+    # ts, or the search was answered with a transaction marker (stamped when the mirror committed,
+    # after ts) that no real record follows. Then the standby's last record decides.
+    nothing_after = search_none or (not window and tf.standby_last is not None)
+    last = tf.standby_last if nothing_after else None
     if last is not None and not (facts.standby_log_start <= last.offset < facts.standby_log_end):
         last = None
     first = tf.standby_first
@@ -150,8 +160,8 @@ def translate_by_timestamp(facts: PartitionFacts) -> TranslationResult:
                 f"{standby}'s retention",
             )
 
-    # -- the standby has no record with a timestamp >= ts ------------------------------------
-    if search_none:
+    # -- the standby has no real record with a timestamp >= ts -------------------------------
+    if nothing_after:
         h = last.copy_of(active) if last is not None and trust_headers else None
         if last is None or h is None:
             return fail(

@@ -21,6 +21,7 @@ from offset_pipeline.translation import (
     translate_by_timestamp,
     translate_partition,
 )
+from offset_pipeline.translation.safe_bound import safe_standby_bound
 from offset_pipeline.translation.model import TwoClusterModel, count_duplicates, count_loss
 
 A, B = "idc1", "idc2"
@@ -109,6 +110,18 @@ def test_marker_with_a_late_timestamp_before_the_copy():
     model, result = run(LOG_A, log_b, 2, timestamps={"_idc21": 9999})
     assert model.logs[B].offsets_for_times(1020) == 1
     assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_EXACT, 3)
+
+
+def test_answer_on_a_late_marker_with_nothing_real_after_it_uses_the_last_record():
+    # The copy of a3 is not mirrored yet; the marker closing the mirror's last transaction is
+    # stamped after ts(a3), so offsets_for_times answers with it and no real record follows.
+    log_b = ["a0'", "a1'", "_"]
+    model, result = run(LOG_A, log_b, 3, timestamps={"_idc22": 9999})
+    assert model.logs[B].offsets_for_times(1030) == 2
+    assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_SEARCH, 2)
+    facts = model.partition_facts(3, refine_window=32, shape=ONE_WAY, with_caught_up=False)
+    assert facts.timestamp.standby_last is not None and facts.timestamp.standby_records == ()
+    assert safe_standby_bound(facts) == 2  # proven by the copies read, so the commit guard lets it through
 
 
 def test_copy_not_mirrored_yet_uses_the_standby_tail():
