@@ -1,0 +1,95 @@
+"""monitoring/metric_rules.py: d, dd, sync age and the status of every group-partition per cycle."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from offset_pipeline.monitoring.metric_rules import (
+    BROKEN, IN_SYNC, LAGGING, MIRRORING, SPLIT_BRAIN, STALE, STATUS_ORDER, CycleFacts, metric_rows, worst,
+)
+
+NOW = 1_000_000
+
+
+def fact(**kw) -> CycleFacts:
+    values = dict(
+        group_id='g "q" ü', topic="t", partition=0, active="idc1", standby="idc2", committed=100,
+        standby_offset=60, status="header_anchor", strategy="header_anchor", decision="commit", applied=True,
+        committed_after=60, active_log_end=120, standby_log_end=90,
+    )
+    values.update(kw)
+    return CycleFacts(**values)
+
+
+def one(f: CycleFacts, previous_d=None, last_synced=None, **kw):
+    (row,) = metric_rows(NOW, [f], previous_d or {}, last_synced or {}, **kw)
+    return row
+
+
+STATUS_CASES = [
+    # (name, fact overrides, last synced ms ago (None: never), expected status)
+    ("synced to an inexact translation", {}, None, MIRRORING),
+    ("synced to an exact one", {"status": "header_exact"}, None, IN_SYNC),
+    ("exact and already there", {"status": "timestamp_exact", "decision": "unchanged", "applied": False}, None, IN_SYNC),
+    ("exact but the write did not land", {"status": "header_exact", "applied": False}, 10_000, MIRRORING),
+    ("dry run: nothing synced, synced recently", {"decision": "dry_run", "applied": False}, 30_000, MIRRORING),
+    ("not synced for long", {"decision": "dry_run", "applied": False, "status": "no_anchor", "standby_offset": None},
+     300_000, LAGGING),
+    ("never synced", {"decision": "skipped", "applied": False, "status": "no_anchor", "standby_offset": None}, None, LAGGING),
+    ("members on both", {"status": "split_brain", "decision": "split_brain", "applied": False}, None, SPLIT_BRAIN),
+    ("a malformed header", {"status": "malformed_header", "standby_offset": None, "decision": "skipped"}, 1000, BROKEN),
+    ("a refused commit", {"decision": "refused_no_loss_check", "applied": False}, 1000, BROKEN),
+    ("an unknown status", {"status": "who_knows"}, None, BROKEN),
+    ("at the active end, behind on the standby, inexact", {"committed": 120, "status": "no_anchor",
+     "standby_offset": None, "decision": "skipped", "applied": False}, 1000, STALE),
+    ("at the active end, exact to the standby end", {"committed": 120, "status": "caught_up", "standby_offset": 90,
+     "committed_after": 90}, None, IN_SYNC),
+]
+
+
+@pytest.mark.parametrize("name, overrides, synced_ago, expected", STATUS_CASES, ids=[c[0] for c in STATUS_CASES])
+def test_status(name, overrides, synced_ago, expected):
+    f = fact(**overrides)
+    last = {f.key: NOW - synced_ago} if synced_ago is not None else {}
+    assert one(f, last_synced=last).sync_status == expected
+
+
+def test_d_and_dd_and_sync_age():
+    f = fact()
+    first = one(f)
+    assert (first.d, first.dd, first.sync_age_s, first.last_synced_ms) == (40, None, 0.0, NOW)
+    later = one(dataclasses.replace(f, committed=130, decision="dry_run", applied=False), {f.key: 40}, {f.key: NOW - 45_000})
+    assert (later.d, later.dd, later.synced, later.sync_age_s) == (70, 30, False, 45.0)
+    # another direction of the same partition has its own history
+    other = dataclasses.replace(f, active="idc2", standby="idc1")
+    assert one(other, {f.key: 40}).dd is None
+    assert one(fact(committed_after=None)).d is None
+
+
+def test_worst_follows_the_order():
+    assert worst([IN_SYNC, MIRRORING, LAGGING]) == LAGGING
+    assert worst([IN_SYNC]) == IN_SYNC and worst([]) is None
+    assert worst(STATUS_ORDER) == SPLIT_BRAIN
+
+
+statuses = st.sampled_from(["header_exact", "header_anchor", "timestamp_exact", "timestamp_search", "caught_up",
+                            "no_anchor", "split_brain", "malformed_header", "cluster_unavailable"])
+decisions = st.sampled_from(["commit", "unchanged", "dry_run", "skipped", "failed", "split_brain",
+                             "refused_no_loss_check", None])
+offsets = st.one_of(st.none(), st.integers(0, 200))
+
+
+@given(statuses, decisions, st.booleans(), offsets, offsets, offsets, st.one_of(st.none(), st.integers(0, 10**6)))
+def test_in_sync_needs_an_exact_translation_written(status, decision, applied, c, t, g, ago):
+    f = fact(status=status, decision=decision, applied=applied, committed=c, standby_offset=t, committed_after=g)
+    row = one(f, last_synced={f.key: NOW - ago} if ago is not None else {})
+    if row.sync_status == IN_SYNC:
+        assert status in ("header_exact", "timestamp_exact", "caught_up") and g == t and t is not None
+        assert decision in ("commit", "unchanged")
+    if status in ("split_brain", "malformed_header", "cluster_unavailable") or decision in ("failed", "refused_no_loss_check"):
+        assert row.sync_status in (SPLIT_BRAIN, BROKEN)
+    assert (row.dd is None) and (row.d is None) == (c is None or g is None)
