@@ -14,5 +14,5 @@ offset_sync_job = dg.define_asset_job(
     selection=dg.AssetSelection.groups("offset_sync"),
     executor_def=dg.in_process_executor,
     tags={SYNC_CONCURRENCY_TAG: "cycle"},
-    description="One sync cycle: snapshot offsets on both clusters, translate, commit to standbys.",
+    description="One sync cycle: snapshot offsets on both clusters, translate, commit to standbys, monitoring rows.",
 )

@@ -27,10 +27,10 @@ def test_definitions_are_loadable_with_the_four_resources():
     assert isinstance(defs.resources["spark"], SparkResource)
 
 
-def test_the_sync_cycle_job_runs_snapshot_translations_and_commits_with_their_checks():
+def test_the_sync_cycle_job_runs_snapshot_translations_commits_and_metrics_with_their_checks():
     job = defs.resolve_job_def("offset_sync_cycle")
     keys = {key.to_user_string() for key in job.asset_layer.executable_asset_keys}
-    assert keys == {"offset_snapshot", "offset_translations", "offset_standby_commits"}
+    assert keys == {"offset_snapshot", "offset_translations", "offset_standby_commits", "offset_sync_metrics"}
     checks = defs.resolve_assets_def("offset_standby_commits").check_keys
     assert {check.name for check in checks} == {"no_loss", "sync_freshness"}
 

@@ -1,0 +1,107 @@
+"""``offset_sync_metrics``: each cycle, the monitoring rows of every group-partition (DESIGN.md §7).
+
+Reads this run's translations, commit decisions and snapshot log ends from ClickHouse, computes
+``d = f - g``, ``dd``, the sync age and a status per group-partition with the pure
+``monitoring/metric_rules.py``, and appends them to ``offset_sync_metrics`` (the per-minute rollup
+``offset_sync_metrics_1m`` fills itself). The metadata carries the status table per group and topic.
+"""
+
+import time
+from collections import Counter, defaultdict
+
+import dagster as dg
+from pydantic import Field
+
+from offset_pipeline.monitoring.metric_rules import STATUS_ORDER, CycleFacts, metric_rows, worst
+from offset_pipeline.resources import ClickHouseResource
+from offset_pipeline.storage import commits, metrics, snapshots, translations
+
+
+class MetricsConfig(dg.Config):
+    # A partition not synced for this long is Lagging (default: four 30 s cycles).
+    lagging_after_s: float = Field(default=120.0, gt=0)
+
+
+_FACTS_QUERY = (
+    "SELECT t.group_id, t.topic, t.partition, t.active, t.standby, t.committed, t.standby_offset, t.status, "
+    "t.strategy, c.decision, c.applied, c.committed_after "
+    f"FROM {translations.TRANSLATIONS_TABLE} AS t "
+    f"LEFT JOIN (SELECT * FROM {commits.TABLE} WHERE snapshot_id = {{sid:String}}) AS c "
+    "ON t.group_id = c.group_id AND t.topic = c.topic AND t.partition = c.partition "
+    "WHERE t.snapshot_id = {sid:String}"
+)
+_LOG_ENDS_QUERY = (
+    f"SELECT DISTINCT cluster, topic, partition, log_end FROM {snapshots.TABLE} "
+    "WHERE snapshot_id = {sid:String} AND topic_present"
+)
+
+
+@dg.asset(group_name="offset_sync", deps=["offset_standby_commits"], kinds={"clickhouse"})
+def offset_sync_metrics(
+    context: dg.AssetExecutionContext, config: MetricsConfig, clickhouse: ClickHouseResource
+) -> dg.MaterializeResult:
+    """d, dd, sync age and status of every group-partition this cycle, for Grafana."""
+    started = time.monotonic()
+    snapshot_id = context.run.run_id
+    cycle_time_ms = int(time.time() * 1000)
+    client = clickhouse.get_client()
+    for module in (snapshots, commits):
+        module.ensure_table(client)
+    translations.ensure_tables(client)
+    metrics.ensure_tables(client)
+
+    log_end = {
+        (cluster, topic, int(partition)): end
+        for cluster, topic, partition, end in client.query(_LOG_ENDS_QUERY, parameters={"sid": snapshot_id}).result_rows
+    }
+    facts = []
+    for g, t, p, active, standby, c, offset, status, strategy, decision, applied, after in client.query(
+        _FACTS_QUERY, parameters={"sid": snapshot_id}, settings={"join_use_nulls": 1},
+    ).result_rows:
+        facts.append(CycleFacts(
+            g, t, int(p), active, standby, c, offset, status, strategy, decision or None, bool(applied), after,
+            active_log_end=log_end.get((active, t, int(p))), standby_log_end=log_end.get((standby, t, int(p))),
+        ))
+    previous_d, last_synced = metrics.previous_state(client, sorted({f.group_id for f in facts}), cycle_time_ms)
+    rows = metric_rows(cycle_time_ms, facts, previous_d, last_synced, lagging_after_s=config.lagging_after_s)
+    written = metrics.insert_rows(client, rows)
+
+    by_group_topic: dict[tuple[str, str], list] = defaultdict(list)
+    for row in rows:
+        by_group_topic[(row.group_id, row.topic)].append(row)
+    table = [
+        {
+            "group": group, "topic": topic, "status": worst(r.sync_status for r in rs),
+            "partitions": len(rs), "in_sync": sum(r.sync_status == "InSync" for r in rs),
+            "max_sync_age_s": max((r.sync_age_s for r in rs if r.sync_age_s is not None), default=None),
+            "d": sum(r.d for r in rs if r.d is not None),
+        }
+        for (group, topic), rs in sorted(by_group_topic.items())
+    ]
+    statuses = Counter(r.sync_status for r in rows)
+    group_status = Counter(worst(r.sync_status for r in rows if r.group_id == g) for g in {r.group_id for r in rows})
+    context.log.info(
+        f"offset-sync metrics {snapshot_id}: {written} group-partitions; "
+        + ", ".join(f"{s}={statuses[s]}" for s in STATUS_ORDER if statuses[s])
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "group_partitions": written,
+            **{f"partitions_{s}": statuses[s] for s in STATUS_ORDER},
+            **{f"groups_{s}": group_status[s] for s in STATUS_ORDER},
+            "status_table": dg.MetadataValue.md(_markdown(table)),
+            "total_seconds": round(time.monotonic() - started, 3),
+        }
+    )
+
+
+def _markdown(table: list[dict]) -> str:
+    if not table:
+        return "(no group-partitions this cycle)"
+    lines = ["| group | topic | status | partitions | InSync | max sync age (s) | d |", "|---|---|---|---|---|---|---|"]
+    for row in table:
+        age = "-" if row["max_sync_age_s"] is None else f"{row['max_sync_age_s']:.0f}"
+        group = row["group"].replace("|", "\\|")
+        topic = row["topic"].replace("|", "\\|")
+        lines.append(f"| {group} | {topic} | {row['status']} | {row['partitions']} | {row['in_sync']} | {age} | {row['d']} |")
+    return "\n".join(lines)

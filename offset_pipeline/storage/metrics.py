@@ -1,0 +1,154 @@
+"""Monitoring tables (DESIGN.md §7), owned by the project and created idempotently.
+
+* ``offset_sync_metrics``: one row per group-partition and cycle (``monitoring/metric_rules.py``),
+  kept ``RAW_TTL_DAYS`` days (TTL).
+* ``offset_sync_metrics_1m``: a per-minute rollup per (active, standby, group, topic), filled by the
+  materialized view ``offset_sync_metrics_1m_mv`` on every insert into the raw table and kept
+  ``ROLLUP_TTL_DAYS`` days: the dashboards read 30 days from here, not from the raw rows. Sums and
+  counts are ``SimpleAggregateFunction`` columns, so partially merged parts still add up in a
+  ``GROUP BY`` with ``sum``/``max``.
+
+Inserts use clickhouse-connect's column binding; queries are parameterized (group ids may hold
+any character).
+"""
+
+from __future__ import annotations
+
+from dataclasses import astuple, fields
+from datetime import datetime, timezone
+
+from offset_pipeline.monitoring.metric_rules import MetricRow
+
+TABLE = "offset_sync_metrics"
+ROLLUP = "offset_sync_metrics_1m"
+ROLLUP_VIEW = "offset_sync_metrics_1m_mv"
+RAW_TTL_DAYS = 35
+ROLLUP_TTL_DAYS = 400
+
+DDL = f"""
+CREATE TABLE IF NOT EXISTS {TABLE}
+(
+    cycle_time      DateTime64(3, 'UTC'),
+    group_id        String,
+    topic           String,
+    partition       UInt32,
+    active          LowCardinality(String),
+    standby         LowCardinality(String),
+    f               Nullable(Int64),
+    g               Nullable(Int64),
+    d               Nullable(Int64),
+    dd              Nullable(Int64),
+    synced          Bool,
+    last_synced     Nullable(DateTime64(3, 'UTC')),
+    sync_age_s      Nullable(Float64),
+    translated      Bool,
+    exact           Bool,
+    header_hit      Bool,
+    status          LowCardinality(String),
+    strategy        LowCardinality(String),
+    sync_status     LowCardinality(String)
+)
+ENGINE = MergeTree
+PARTITION BY toYYYYMMDD(cycle_time)
+ORDER BY (group_id, topic, partition, active, cycle_time)
+TTL toDateTime(cycle_time) + INTERVAL {RAW_TTL_DAYS} DAY
+"""
+
+ROLLUP_DDL = f"""
+CREATE TABLE IF NOT EXISTS {ROLLUP}
+(
+    minute            DateTime('UTC'),
+    active            LowCardinality(String),
+    standby           LowCardinality(String),
+    group_id          String,
+    topic             String,
+    rows              SimpleAggregateFunction(sum, UInt64),
+    dd_sum            SimpleAggregateFunction(sum, Int64),
+    d_sum             SimpleAggregateFunction(sum, Int64),
+    synced_rows       SimpleAggregateFunction(sum, UInt64),
+    translated_rows   SimpleAggregateFunction(sum, UInt64),
+    exact_rows        SimpleAggregateFunction(sum, UInt64),
+    header_hit_rows   SimpleAggregateFunction(sum, UInt64),
+    header_rows       SimpleAggregateFunction(sum, UInt64),
+    timestamp_rows    SimpleAggregateFunction(sum, UInt64),
+    timestamp_ok_rows SimpleAggregateFunction(sum, UInt64),
+    in_sync_rows      SimpleAggregateFunction(sum, UInt64),
+    broken_rows       SimpleAggregateFunction(sum, UInt64),
+    max_sync_age_s    SimpleAggregateFunction(max, Float64)
+)
+ENGINE = AggregatingMergeTree
+PARTITION BY toYYYYMM(minute)
+ORDER BY (group_id, topic, active, standby, minute)
+TTL minute + INTERVAL {ROLLUP_TTL_DAYS} DAY
+"""
+
+ROLLUP_VIEW_DDL = f"""
+CREATE MATERIALIZED VIEW IF NOT EXISTS {ROLLUP_VIEW} TO {ROLLUP} AS
+SELECT
+    toStartOfMinute(toDateTime(cycle_time)) AS minute,
+    active, standby, group_id, topic,
+    toUInt64(count()) AS rows,
+    toInt64(sum(ifNull(dd, 0))) AS dd_sum,
+    toInt64(sum(ifNull(d, 0))) AS d_sum,
+    toUInt64(countIf(synced)) AS synced_rows,
+    toUInt64(countIf(translated)) AS translated_rows,
+    toUInt64(countIf(exact)) AS exact_rows,
+    toUInt64(countIf(header_hit)) AS header_hit_rows,
+    toUInt64(countIf(status IN ('header_exact', 'header_anchor', 'kept_anchor', 'no_anchor', 'not_yet_mirrored',
+                                'copy_missing_on_standby'))) AS header_rows,
+    toUInt64(countIf(strategy = 'timestamp_search')) AS timestamp_rows,
+    toUInt64(countIf(strategy = 'timestamp_search' AND translated)) AS timestamp_ok_rows,
+    toUInt64(countIf(sync_status = 'InSync')) AS in_sync_rows,
+    toUInt64(countIf(sync_status IN ('Broken', 'SplitBrain'))) AS broken_rows,
+    toFloat64(max(ifNull(sync_age_s, 0))) AS max_sync_age_s
+FROM {TABLE}
+WHERE active != ''
+GROUP BY minute, active, standby, group_id, topic
+"""
+
+COLUMNS = [f.name for f in fields(MetricRow)]
+
+
+def ensure_tables(client) -> None:
+    for ddl in (DDL, ROLLUP_DDL, ROLLUP_VIEW_DDL):
+        client.command(ddl)
+
+
+def _utc(ms: int | None):
+    return None if ms is None else datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)
+
+
+def insert_rows(client, rows: list[MetricRow]) -> int:
+    if not rows:
+        return 0
+    names = ["cycle_time" if c == "cycle_time_ms" else "last_synced" if c == "last_synced_ms" else c for c in COLUMNS]
+    data = []
+    for row in rows:
+        values = list(astuple(row))
+        values[0] = _utc(values[0])
+        values[COLUMNS.index("last_synced_ms")] = _utc(values[COLUMNS.index("last_synced_ms")])
+        data.append(values)
+    client.insert(TABLE, data, column_names=names)
+    return len(rows)
+
+
+def previous_state(client, group_ids: list[str], before_ms: int) -> tuple[dict, dict]:
+    """Per (group, topic, partition, active, standby): the newest ``d`` and the newest synced cycle
+    time (epoch ms) of the rows before ``before_ms``."""
+    if not group_ids:
+        return {}, {}
+    rows = client.query(
+        f"SELECT group_id, topic, partition, active, standby, argMax(d, cycle_time), "
+        f"toUnixTimestamp64Milli(max(last_synced)) FROM {TABLE} "
+        "WHERE group_id IN {groups:Array(String)} AND cycle_time < {before:DateTime64(3, 'UTC')} "
+        "GROUP BY group_id, topic, partition, active, standby",
+        parameters={"groups": list(group_ids), "before": _utc(before_ms)},
+    ).result_rows
+    previous_d, last_synced = {}, {}
+    for g, t, p, a, s, d, synced_ms in rows:
+        key = (g, t, int(p), a, s)
+        if d is not None:
+            previous_d[key] = int(d)
+        if synced_ms is not None:
+            last_synced[key] = int(synced_ms)
+    return previous_d, last_synced

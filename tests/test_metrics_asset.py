@@ -1,0 +1,60 @@
+"""offset_sync_metrics after real sync cycles (real clusters, session mirrors, chdb, local Spark):
+the raw rows, the per-minute rollup and the status table."""
+
+from __future__ import annotations
+
+import pytest
+
+from offset_pipeline.assets.metrics import offset_sync_metrics
+from offset_pipeline.storage import metrics
+from tests.test_commit_asset import PARTITIONS, Cycles, mirrored_topic, odd_group  # noqa: F401 - fixture
+from tests.test_standby_group_io import Member
+
+pytestmark = pytest.mark.kafka
+
+
+def test_dry_run_then_synced_cycles_give_d_dd_and_statuses(kafka_pair, chdb_dsn, mirrored_topic):
+    topic, per_partition = mirrored_topic
+    group = odd_group()
+    c = {p: per_partition - 7 for p in range(PARTITIONS)}
+    member = Member(kafka_pair.bootstrap("idc1"), group, topic)
+    member.commit(topic, c)
+    cycles = Cycles(kafka_pair, chdb_dsn, group, topic)
+    try:
+        dry = cycles.run(dry_run=True, extra_assets=[offset_sync_metrics])
+        real = cycles.run(extra_assets=[offset_sync_metrics])
+        again = cycles.run(extra_assets=[offset_sync_metrics])
+    finally:
+        member.close()
+    client = cycles.client
+    rows = client.query(
+        f"SELECT partition, f, g, d, dd, synced, sync_status, translated, sync_age_s FROM {metrics.TABLE} "
+        "WHERE group_id = {g:String} ORDER BY cycle_time, partition",
+        parameters={"g": group},
+    ).result_rows
+    assert len(rows) == 3 * PARTITIONS
+    first, second, third = rows[:PARTITIONS], rows[PARTITIONS:2 * PARTITIONS], rows[2 * PARTITIONS:]
+    for p, f, g, d, dd, synced, status, translated, age in first:  # dry run: nothing on the standby
+        assert (f, g, d, dd, synced, translated, age) == (c[p], None, None, None, False, True, None)
+        assert status == "Lagging"
+    t = {}
+    for p, f, g, d, dd, synced, status, translated, age in second:  # written
+        assert synced and g is not None and d == f - g and dd is None and age == 0.0
+        assert status in ("InSync", "Mirroring")
+        t[p] = g
+    for p, f, g, d, dd, synced, status, translated, age in third:  # nothing moved: d unchanged, dd 0
+        assert (g, d, dd, synced) == (t[p], c[p] - t[p], 0, True)
+
+    # the rollup holds the same rows, per minute
+    (rolled,) = client.query(
+        f"SELECT sum(rows), sum(synced_rows), sum(translated_rows), sum(dd_sum) FROM {metrics.ROLLUP} "
+        "WHERE group_id = {g:String}",
+        parameters={"g": group},
+    ).result_rows
+    assert rolled == (3 * PARTITIONS, 2 * PARTITIONS, 3 * PARTITIONS, 0)
+
+    meta = again.asset_materializations_for_node("offset_sync_metrics")[0].metadata
+    assert meta["group_partitions"].value == PARTITIONS
+    table = meta["status_table"].value
+    assert group.replace("|", "\\|") in table and topic in table
+    assert sum(meta[f"partitions_{s}"].value for s in ("InSync", "Mirroring")) == PARTITIONS
