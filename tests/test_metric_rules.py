@@ -62,6 +62,7 @@ def test_d_and_dd_and_sync_age():
     f = fact()
     first = one(f)
     assert (first.d, first.dd, first.sync_age_s, first.last_synced_ms) == (40, None, 0.0, NOW)
+    assert (first.active_lag, first.standby_lag) == (20, 30)  # 120 - 100 on A, 90 - 60 on B
     later = one(dataclasses.replace(f, committed=130, decision="dry_run", applied=False), {f.key: 40}, {f.key: NOW - 45_000})
     assert (later.d, later.dd, later.synced, later.sync_age_s) == (70, 30, False, 45.0)
     # another direction of the same partition has its own history

@@ -24,7 +24,7 @@ class MetricsConfig(dg.Config):
 
 _FACTS_QUERY = (
     "SELECT t.group_id, t.topic, t.partition, t.active, t.standby, t.committed, t.standby_offset, t.status, "
-    "t.strategy, c.decision, c.applied, c.committed_after "
+    "t.strategy, c.decision, c.applied, c.committed_after, t.timestamp_inversion "
     f"FROM {translations.TRANSLATIONS_TABLE} AS t "
     f"LEFT JOIN (SELECT * FROM {commits.TABLE} WHERE snapshot_id = {{sid:String}}) AS c "
     "ON t.group_id = c.group_id AND t.topic = c.topic AND t.partition = c.partition "
@@ -55,12 +55,13 @@ def offset_sync_metrics(
         for cluster, topic, partition, end in client.query(_LOG_ENDS_QUERY, parameters={"sid": snapshot_id}).result_rows
     }
     facts = []
-    for g, t, p, active, standby, c, offset, status, strategy, decision, applied, after in client.query(
+    for g, t, p, active, standby, c, offset, status, strategy, decision, applied, after, inversion in client.query(
         _FACTS_QUERY, parameters={"sid": snapshot_id}, settings={"join_use_nulls": 1},
     ).result_rows:
         facts.append(CycleFacts(
             g, t, int(p), active, standby, c, offset, status, strategy, decision or None, bool(applied), after,
             active_log_end=log_end.get((active, t, int(p))), standby_log_end=log_end.get((standby, t, int(p))),
+            timestamp_inversion=bool(inversion),
         ))
     previous_d, last_synced = metrics.previous_state(client, sorted({f.group_id for f in facts}), cycle_time_ms)
     rows = metric_rows(cycle_time_ms, facts, previous_d, last_synced, lagging_after_s=config.lagging_after_s)

@@ -11,7 +11,9 @@ group's committed offset on A and ``g`` its committed offset on B after this cyc
   at each sync, so ``dd`` alternates around 0 and its sum over 10 minutes converges to 0; when sync
   stops it grows with the group's progress;
 * ``sync_age_s``: seconds since the partition was last synced (its standby offset written or
-  already there), NULL if never.
+  already there), NULL if never;
+* ``active_lag`` / ``standby_lag``: records left to read after ``f`` on A and after ``g`` on B; the
+  offset gap between the clusters is their difference (what a switchover now would read again).
 
 The status of a group-partition, the first that applies (``STATUS_ORDER``):
 
@@ -76,6 +78,7 @@ class CycleFacts:
     committed_after: int | None  # g
     active_log_end: int | None = None
     standby_log_end: int | None = None
+    timestamp_inversion: bool = False
 
     @property
     def key(self) -> Key:
@@ -112,6 +115,9 @@ class MetricRow:
     status: str  # the translation status
     strategy: str
     sync_status: str  # STATUS_ORDER
+    timestamp_inversion: bool = False
+    active_lag: int | None = None  # active log end - f: records the group has left on A
+    standby_lag: int | None = None  # standby log end - g: records it would read on B after a switch
 
 
 def metric_rows(
@@ -140,8 +146,15 @@ def metric_rows(
             header_hit=fact.strategy == "header_anchor" and status is not None and status.translated,
             status=fact.status, strategy=fact.strategy,
             sync_status=sync_status(fact, age, lagging_after_s),
+            timestamp_inversion=fact.timestamp_inversion,
+            active_lag=_minus(fact.active_log_end, fact.committed),
+            standby_lag=_minus(fact.standby_log_end, fact.committed_after),
         ))
     return rows
+
+
+def _minus(a: int | None, b: int | None) -> int | None:
+    return a - b if a is not None and b is not None else None
 
 
 def _status_of(value: str) -> TranslationStatus | None:

@@ -46,7 +46,10 @@ CREATE TABLE IF NOT EXISTS {TABLE}
     header_hit      Bool,
     status          LowCardinality(String),
     strategy        LowCardinality(String),
-    sync_status     LowCardinality(String)
+    sync_status     LowCardinality(String),
+    timestamp_inversion Bool,
+    active_lag      Nullable(Int64),
+    standby_lag     Nullable(Int64)
 )
 ENGINE = MergeTree
 PARTITION BY toYYYYMMDD(cycle_time)
@@ -74,6 +77,8 @@ CREATE TABLE IF NOT EXISTS {ROLLUP}
     timestamp_ok_rows SimpleAggregateFunction(sum, UInt64),
     in_sync_rows      SimpleAggregateFunction(sum, UInt64),
     broken_rows       SimpleAggregateFunction(sum, UInt64),
+    inversion_rows    SimpleAggregateFunction(sum, UInt64),
+    gap_sum           SimpleAggregateFunction(sum, Int64),
     max_sync_age_s    SimpleAggregateFunction(max, Float64)
 )
 ENGINE = AggregatingMergeTree
@@ -100,6 +105,8 @@ SELECT
     toUInt64(countIf(strategy = 'timestamp_search' AND translated)) AS timestamp_ok_rows,
     toUInt64(countIf(sync_status = 'InSync')) AS in_sync_rows,
     toUInt64(countIf(sync_status IN ('Broken', 'SplitBrain'))) AS broken_rows,
+    toUInt64(countIf(timestamp_inversion)) AS inversion_rows,
+    toInt64(sum(ifNull(standby_lag - active_lag, 0))) AS gap_sum,
     toFloat64(max(ifNull(sync_age_s, 0))) AS max_sync_age_s
 FROM {TABLE}
 WHERE active != ''
