@@ -8,6 +8,7 @@ import pytest
 from offset_pipeline.assets.metrics import offset_sync_metrics
 from offset_pipeline.storage import metrics
 from tests.test_commit_asset import PARTITIONS, Cycles, mirrored_topic, odd_group  # noqa: F401 - fixture
+from tests.test_dashboards import check_every_panel
 from tests.test_standby_group_io import Member
 
 pytestmark = pytest.mark.kafka
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.kafka
 
 def test_dry_run_then_synced_cycles_give_d_dd_and_statuses(kafka_pair, chdb_dsn, mirrored_topic):
     topic, per_partition = mirrored_topic
-    group = odd_group()
+    group = odd_group() + " it's"  # a single quote too: the dashboards' variables must escape it
     c = {p: per_partition - 7 for p in range(PARTITIONS)}
     member = Member(kafka_pair.bootstrap("idc1"), group, topic)
     member.commit(topic, c)
@@ -58,3 +59,11 @@ def test_dry_run_then_synced_cycles_give_d_dd_and_statuses(kafka_pair, chdb_dsn,
     table = meta["status_table"].value
     assert group.replace("|", "\\|") in table and topic in table
     assert sum(meta[f"partitions_{s}"].value for s in ("InSync", "Mirroring")) == PARTITIONS
+
+    # Every Grafana panel's SQL on these rows (tests/test_dashboards.py)
+    panels = check_every_panel(client, group, topic)
+    (status_row,) = panels["Status per group and topic (newest cycle)"]
+    assert status_row[:4] == (group, topic, "idc1", "idc2") and status_row[4] in ("InSync", "Mirroring")
+    assert status_row[5] == PARTITIONS
+    # no progress after the first sync: dD 0, and so its 10-minute sum
+    assert {(r[1], r[2], r[3]) for r in panels["Convergence per group"]} == {(group, 0, 0)}

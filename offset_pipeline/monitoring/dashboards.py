@@ -1,0 +1,158 @@
+"""The Grafana dashboards, as code: every panel's SQL in one place, rendered to the JSON files in
+``grafana/dashboards/`` (for the grafana-clickhouse-datasource plugin, provisioned by
+``grafana/provisioning/``).
+
+    .venv/bin/python -m offset_pipeline.monitoring.dashboards   # rewrite grafana/dashboards/*.json
+
+The time series read the per-minute rollup (``offset_sync_metrics_1m``) so 30 days stay fast; the
+status table reads the newest raw rows. Macros are the plugin's (``$__timeFilter``,
+``$__timeInterval``); variables use Grafana's ``singlequote`` format (group ids may hold quotes).
+tests/test_dashboards.py checks that the files match this module and runs every panel's SQL
+(``grafana_sql.expand``) against ClickHouse on rows written by real sync cycles.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from offset_pipeline.storage.metrics import ROLLUP, TABLE
+
+DATASOURCE = {"type": "grafana-clickhouse-datasource", "uid": "offset-pipeline-clickhouse"}
+DASHBOARD_DIR = Path(__file__).resolve().parents[2] / "grafana" / "dashboards"
+
+_ROLLUP_FILTER = (
+    "$__timeFilter(minute) AND active IN (${cluster:singlequote}) AND group_id IN (${group:singlequote}) "
+    "AND topic IN (${topic:singlequote})"
+)
+STATUS_ORDER_SQL = "['SplitBrain', 'Broken', 'Stale', 'Lagging', 'Mirroring', 'InSync']"
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    kind: str  # timeseries | table | stat
+    sql: str
+    description: str = ""
+    columns: tuple[str, ...] = ()  # what the query returns, in order (tests check it)
+
+
+def _convergence(by: str, label: str) -> str:
+    # dD per minute, and its sum over the trailing 10 minutes: ~0 while sync works (DESIGN.md §7).
+    return (
+        f"SELECT time, {label}, dd, sum(dd) OVER (PARTITION BY {label} ORDER BY toUInt32(time) "
+        "RANGE BETWEEN 599 PRECEDING AND CURRENT ROW) AS dd_10m FROM ("
+        f"SELECT $__timeInterval(minute) AS time, {by} AS {label}, sum(dd_sum) AS dd FROM {ROLLUP} "
+        f"WHERE {_ROLLUP_FILTER} GROUP BY time, {label}) ORDER BY time, {label}"
+    )
+
+
+OVERVIEW = [
+    Panel("Convergence per cluster: dD and its 10-minute sum", "timeseries", _convergence("active", "cluster"),
+          "D = f - g (group offset on the active cluster minus its synced offset on the standby). Its change dD "
+          "alternates around 0 and the 10-minute sum stays near 0 while sync works; a growing sum means sync "
+          "stopped.", ("time", "cluster", "dd", "dd_10m")),
+    Panel("Convergence per group", "timeseries", _convergence("group_id", "group"),
+          "The same per group.", ("time", "group", "dd", "dd_10m")),
+    Panel("Status per group and topic (newest cycle)", "table", (
+        "SELECT group_id AS group, topic, active, standby, "
+        f"arrayElement({STATUS_ORDER_SQL}, toUInt8(min(indexOf({STATUS_ORDER_SQL}, partition_status)))) AS status, "
+        "count() AS partitions, countIf(partition_status = 'InSync') AS in_sync, max(sync_age_s) AS max_sync_age_s, "
+        "sum(gap) AS offset_gap, max(cycle) AS last_cycle FROM ("
+        "SELECT group_id, topic, partition, active, standby, argMax(sync_status, cycle_time) AS partition_status, "
+        "argMax(sync_age_s, cycle_time) AS sync_age_s, argMax(standby_lag - active_lag, cycle_time) AS gap, "
+        f"max(cycle_time) AS cycle FROM {TABLE} "
+        "WHERE cycle_time >= $__toTime - INTERVAL 10 MINUTE AND cycle_time <= $__toTime AND active != '' "
+        "AND active IN (${cluster:singlequote}) AND group_id IN (${group:singlequote}) "
+        "AND topic IN (${topic:singlequote}) "
+        "GROUP BY group_id, topic, partition, active, standby) "
+        "GROUP BY group_id, topic, active, standby ORDER BY indexOf(" + STATUS_ORDER_SQL + ", status), group, topic"
+    ), "Worst partition status first. InSync: the synced offsets point at copies of the same record (a "
+       "switchover now duplicates nothing). Mirroring: synced, loss-free. Lagging: not synced for 4 cycles. "
+       "Stale: a fast-forward candidate. Broken: an error status. SplitBrain: members on both clusters.",
+       ("group", "topic", "active", "standby", "status", "partitions", "in_sync", "max_sync_age_s", "offset_gap",
+        "last_cycle")),
+    Panel("Translation success rate per strategy", "timeseries", (
+        "SELECT $__timeInterval(minute) AS time, "
+        "sum(header_hit_rows) / greatest(sum(header_rows), 1) AS header_hit_rate, "
+        "sum(timestamp_ok_rows) / greatest(sum(timestamp_rows), 1) AS timestamp_success_rate, "
+        "sum(translated_rows) / greatest(sum(rows), 1) AS translated_rate, "
+        "sum(exact_rows) / greatest(sum(rows), 1) AS exact_rate "
+        f"FROM {ROLLUP} WHERE {_ROLLUP_FILTER} GROUP BY time ORDER BY time"
+    ), "Header hit rate: header-strategy partitions anchored; timestamp success: searches that translated.",
+        ("time", "header_hit_rate", "timestamp_success_rate", "translated_rate", "exact_rate")),
+    Panel("Sync age (max) per group", "timeseries", (
+        "SELECT $__timeInterval(minute) AS time, group_id AS group, max(max_sync_age_s) AS sync_age_s "
+        f"FROM {ROLLUP} WHERE {_ROLLUP_FILTER} GROUP BY time, group ORDER BY time, group"
+    ), "Seconds since each group's least recently synced partition was synced.", ("time", "group", "sync_age_s")),
+    Panel("Offset gap between the clusters per group", "timeseries", (
+        "SELECT $__timeInterval(minute) AS time, group_id AS group, sum(gap_sum) / greatest(sum(rows), 1) AS gap "
+        f"FROM {ROLLUP} WHERE {_ROLLUP_FILTER} GROUP BY time, group ORDER BY time, group"
+    ), "Records a switchover would read again on the standby (standby lag minus active lag), per partition.",
+        ("time", "group", "gap")),
+    Panel("InSync, broken and timestamp inversions", "timeseries", (
+        "SELECT $__timeInterval(minute) AS time, sum(in_sync_rows) / greatest(sum(rows), 1) AS in_sync_share, "
+        "sum(broken_rows) AS broken, sum(inversion_rows) AS timestamp_inversions "
+        f"FROM {ROLLUP} WHERE {_ROLLUP_FILTER} GROUP BY time ORDER BY time"
+    ), "Timestamp inversions: searches whose first record had a later timestamp (duplicate risk).",
+        ("time", "in_sync_share", "broken", "timestamp_inversions")),
+]
+
+VARIABLES = [
+    ("cluster", "Active cluster", f"SELECT DISTINCT active FROM {ROLLUP} WHERE active != '' ORDER BY active"),
+    ("group", "Group", f"SELECT DISTINCT group_id FROM {ROLLUP} WHERE active IN (${{cluster:singlequote}}) ORDER BY group_id"),
+    ("topic", "Topic", f"SELECT DISTINCT topic FROM {ROLLUP} WHERE group_id IN (${{group:singlequote}}) ORDER BY topic"),
+]
+
+DASHBOARDS = {"offset_sync_overview": ("Offset sync: convergence and status", OVERVIEW)}
+
+
+def render(uid: str, title: str, panels: list[Panel]) -> dict:
+    """A Grafana dashboard model (schemaVersion 39) for the ClickHouse plugin."""
+    out = []
+    for i, panel in enumerate(panels):
+        width = 24 if panel.kind == "table" else 12
+        out.append({
+            "id": i + 1, "title": panel.title, "type": panel.kind, "description": panel.description,
+            "datasource": DATASOURCE,
+            "gridPos": {"h": 9, "w": width, "x": 0 if width == 24 else (i % 2) * 12, "y": i * 9},
+            "targets": [{
+                "refId": "A", "datasource": DATASOURCE, "editorType": "sql", "queryType": panel.kind if panel.kind == "table" else "timeseries",
+                "format": 1 if panel.kind == "table" else 0, "rawSql": panel.sql,
+            }],
+        })
+    templating = [
+        {
+            "name": name, "label": label, "type": "query", "datasource": DATASOURCE, "query": sql,
+            "definition": sql, "multi": True, "includeAll": True, "refresh": 2,
+            "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+        }
+        for name, label, sql in VARIABLES
+    ]
+    return {
+        "uid": uid, "title": title, "schemaVersion": 39, "version": 1, "editable": True, "refresh": "30s",
+        "time": {"from": "now-6h", "to": "now"}, "tags": ["offset_pipeline"],
+        "templating": {"list": templating}, "panels": out,
+    }
+
+
+def rendered() -> dict[str, str]:
+    """file name -> JSON text of every dashboard."""
+    return {
+        f"{uid}.json": json.dumps(render(uid, title, panels), indent=2, ensure_ascii=False) + "\n"
+        for uid, (title, panels) in DASHBOARDS.items()
+    }
+
+
+def main() -> int:
+    DASHBOARD_DIR.mkdir(parents=True, exist_ok=True)
+    for name, text in rendered().items():
+        (DASHBOARD_DIR / name).write_text(text)
+        print(f"wrote {DASHBOARD_DIR / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

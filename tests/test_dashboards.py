@@ -1,0 +1,66 @@
+"""The Grafana dashboards: the files match the code that renders them, the provisioning points at
+the data source they use, and every panel's SQL (as Grafana expands it) runs against ClickHouse.
+The SQL runs on rows of real sync cycles in tests/test_metrics_asset.py (``check_every_panel``)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from offset_pipeline.monitoring import dashboards
+from offset_pipeline.monitoring.grafana_sql import expand, singlequote
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_committed_dashboards_are_the_rendered_ones():
+    rendered = dashboards.rendered()
+    committed = {p.name: p.read_text() for p in (REPO / "grafana" / "dashboards").glob("*.json")}
+    assert committed == rendered, "run: .venv/bin/python -m offset_pipeline.monitoring.dashboards"
+
+
+def test_every_panel_and_variable_uses_the_provisioned_data_source():
+    provisioning = (REPO / "grafana" / "provisioning" / "datasources" / "clickhouse.yaml").read_text()
+    assert f"uid: {dashboards.DATASOURCE['uid']}" in provisioning
+    assert f"type: {dashboards.DATASOURCE['type']}" in provisioning
+    for text in dashboards.rendered().values():
+        model = json.loads(text)
+        assert model["panels"] and {v["name"] for v in model["templating"]["list"]} == {"cluster", "group", "topic"}
+        for item in model["panels"] + model["templating"]["list"]:
+            assert item["datasource"] == dashboards.DATASOURCE
+
+
+def test_expansion_quotes_values_and_refuses_leftovers():
+    assert singlequote(["a", "it's", "back\\slash"]) == "'a','it\\'s','back\\\\slash'"
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    sql = expand("SELECT $__timeInterval(m) FROM x WHERE $__timeFilter(m) AND g IN (${group:singlequote})",
+                 time_from=t0, time_to=t0 + timedelta(hours=1), interval_s=60, variables={"group": ["g'1"]})
+    assert sql == ("SELECT toStartOfInterval(toDateTime(m), INTERVAL 60 second) FROM x WHERE m >= toDateTime(1767225600) "
+                   "AND m <= toDateTime(1767229200) AND g IN ('g\\'1')")
+    with pytest.raises(KeyError):
+        expand("${topic:singlequote}", time_from=t0, time_to=t0, interval_s=60, variables={})
+    with pytest.raises(ValueError):
+        expand("$__unknownMacro", time_from=t0, time_to=t0, interval_s=60, variables={})
+
+
+def check_every_panel(client, group: str, topic: str) -> dict[str, list[tuple]]:
+    """Run every panel and variable query for the last hour, filtered to ``group`` and ``topic``;
+    each must return rows of the panel's columns. Returns panel title -> rows."""
+    now = datetime.now(timezone.utc)
+    variables = {"cluster": ["idc1", "idc2"], "group": [group], "topic": [topic]}
+    out = {}
+    for _, (_, panels) in dashboards.DASHBOARDS.items():
+        for panel in panels:
+            sql = expand(panel.sql, time_from=now - timedelta(hours=1), time_to=now + timedelta(minutes=1),
+                         interval_s=60, variables=variables)
+            result = client.query(sql)
+            assert tuple(result.column_names) == panel.columns, panel.title
+            assert result.result_rows, f"{panel.title}: no rows"
+            out[panel.title] = result.result_rows
+    for name, _, sql in dashboards.VARIABLES:
+        rows = client.query(expand(sql, time_from=now, time_to=now, interval_s=60, variables=variables)).result_rows
+        assert rows, name
+    return out
