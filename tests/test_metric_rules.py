@@ -94,3 +94,19 @@ def test_in_sync_needs_an_exact_translation_written(status, decision, applied, c
     if status in ("split_brain", "malformed_header", "cluster_unavailable") or decision in ("failed", "refused_no_loss_check"):
         assert row.sync_status in (SPLIT_BRAIN, BROKEN)
     assert (row.dd is None) and (row.d is None) == (c is None or g is None)
+
+
+def test_window_sums_cover_the_trailing_ten_minutes_per_cluster():
+    from datetime import datetime, timedelta, timezone
+
+    from offset_pipeline.monitoring.convergence_plot import convergence_png, window_sums
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    points = [(t0 + timedelta(minutes=m), "idc1", 5 if m % 2 else -5) for m in range(30)]
+    points += [(t0 + timedelta(minutes=m), "idc2", 3) for m in (0, 5, 12)]  # sync stopped: it grows, with gaps
+    sums = window_sums(points)
+    assert [r[2] for r in sums["idc1"]][9:] == [0] * 21  # alternating: ten minutes sum to 0
+    assert [r[2] for r in sums["idc2"]] == [3, 6, 6]  # minute 12: minute 0 left the window, 5 did not
+    png = convergence_png(points)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
+    assert convergence_png([])[:8] == b"\x89PNG\r\n\x1a\n"

@@ -58,6 +58,7 @@ def test_dry_run_then_synced_cycles_give_d_dd_and_statuses(kafka_pair, chdb_dsn,
     assert meta["group_partitions"].value == PARTITIONS
     table = meta["status_table"].value
     assert group.replace("|", "\\|") in table and topic in table
+    assert meta["convergence"].value.startswith("![convergence](data:image/png;base64,")
     assert sum(meta[f"partitions_{s}"].value for s in ("InSync", "Mirroring")) == PARTITIONS
 
     # Every Grafana panel's SQL on these rows (tests/test_dashboards.py)

@@ -3,15 +3,18 @@
 Reads this run's translations, commit decisions and snapshot log ends from ClickHouse, computes
 ``d = f - g``, ``dd``, the sync age and a status per group-partition with the pure
 ``monitoring/metric_rules.py``, and appends them to ``offset_sync_metrics`` (the per-minute rollup
-``offset_sync_metrics_1m`` fills itself). The metadata carries the status table per group and topic.
+``offset_sync_metrics_1m`` fills itself). The metadata carries the status table per group and topic
+and the convergence graph (dD and its 10-minute sum per cluster) as a picture.
 """
 
 import time
 from collections import Counter, defaultdict
+from datetime import datetime, timezone
 
 import dagster as dg
 from pydantic import Field
 
+from offset_pipeline.monitoring.convergence_plot import as_markdown_image, convergence_png
 from offset_pipeline.monitoring.metric_rules import STATUS_ORDER, CycleFacts, metric_rows, worst
 from offset_pipeline.resources import ClickHouseResource
 from offset_pipeline.storage import commits, metrics, snapshots, translations
@@ -20,6 +23,8 @@ from offset_pipeline.storage import commits, metrics, snapshots, translations
 class MetricsConfig(dg.Config):
     # A partition not synced for this long is Lagging (default: four 30 s cycles).
     lagging_after_s: float = Field(default=120.0, gt=0)
+    # How much history the convergence graph in the metadata shows.
+    graph_hours: float = Field(default=2.0, gt=0)
 
 
 _FACTS_QUERY = (
@@ -29,6 +34,10 @@ _FACTS_QUERY = (
     f"LEFT JOIN (SELECT * FROM {commits.TABLE} WHERE snapshot_id = {{sid:String}}) AS c "
     "ON t.group_id = c.group_id AND t.topic = c.topic AND t.partition = c.partition "
     "WHERE t.snapshot_id = {sid:String}"
+)
+_CONVERGENCE_QUERY = (
+    f"SELECT minute, active, sum(dd_sum) FROM {metrics.ROLLUP} "
+    "WHERE minute >= {since:DateTime('UTC')} AND active != '' GROUP BY minute, active ORDER BY minute"
 )
 _LOG_ENDS_QUERY = (
     f"SELECT DISTINCT cluster, topic, partition, log_end FROM {snapshots.TABLE} "
@@ -81,6 +90,9 @@ def offset_sync_metrics(
     ]
     statuses = Counter(r.sync_status for r in rows)
     group_status = Counter(worst(r.sync_status for r in rows if r.group_id == g) for g in {r.group_id for r in rows})
+    since = datetime.fromtimestamp(cycle_time_ms / 1000 - config.graph_hours * 3600, tz=timezone.utc)
+    points = client.query(_CONVERGENCE_QUERY, parameters={"since": since}).result_rows
+    graph = as_markdown_image(convergence_png(points, f"convergence, last {config.graph_hours:g} h"))
     context.log.info(
         f"offset-sync metrics {snapshot_id}: {written} group-partitions; "
         + ", ".join(f"{s}={statuses[s]}" for s in STATUS_ORDER if statuses[s])
@@ -91,6 +103,7 @@ def offset_sync_metrics(
             **{f"partitions_{s}": statuses[s] for s in STATUS_ORDER},
             **{f"groups_{s}": group_status[s] for s in STATUS_ORDER},
             "status_table": dg.MetadataValue.md(_markdown(table)),
+            "convergence": dg.MetadataValue.md(graph),
             "total_seconds": round(time.monotonic() - started, 3),
         }
     )
