@@ -61,7 +61,7 @@ def fill(client, *, days: int, groups: int, topics: int, partitions: int, end: d
             "if(number % 3 = 0, 'header_exact', 'header_anchor'),"
             "if(number % 5 = 0, 'timestamp_search', 'header_anchor'),"
             f"arrayElement({STATUSES}, toUInt8(number % 8 + 1)),"
-            "number % 97 = 0, toInt64(number % 11), toInt64(number % 13) "
+            "number % 97 = 0, toInt64(number % 11), toInt64(number % 13), number % 89 = 0 "
             "FROM numbers({n:UInt64})",
             parameters={"start": start, "per": per_cycle, "day": day, "cpd": cycles_per_day,
                         "tp": topics * partitions, "p": partitions, "n": n},

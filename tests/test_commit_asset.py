@@ -91,14 +91,14 @@ class Cycles:
         # a fresh handle each time: the resource closes the embedded engine's client after each run
         return self.resources["clickhouse"].get_client()
 
-    def run(self, *, dry_run: bool = False, extra_assets=()) -> dg.ExecuteInProcessResult:
+    def run(self, *, dry_run: bool = False, extra_assets=(), extra_ops_config=None) -> dg.ExecuteInProcessResult:
         with decision_lines() as lines:
-            result = self._materialize(dry_run, extra_assets)
+            result = self._materialize(dry_run, extra_assets, extra_ops_config or {})
         self.decision_lines[result.run_id] = lines
         assert result.success
         return result
 
-    def _materialize(self, dry_run: bool, extra_assets) -> dg.ExecuteInProcessResult:
+    def _materialize(self, dry_run: bool, extra_assets, extra_ops_config: dict) -> dg.ExecuteInProcessResult:
         return dg.materialize(
             [offset_snapshot, offset_translations, offset_standby_commits, *extra_assets],
             resources=self.resources,
@@ -107,6 +107,7 @@ class Cycles:
                 "offset_snapshot": {"config": {"group_include": f"^{re.escape(self.group)}$"}},
                 "offset_translations": {"config": {"topic_shapes": {self.topic: "two_way"}}},
                 "offset_standby_commits": {"config": {"dry_run": dry_run}},
+                **extra_ops_config,
             }},
         )
 

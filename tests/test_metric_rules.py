@@ -110,3 +110,10 @@ def test_window_sums_cover_the_trailing_ten_minutes_per_cluster():
     png = convergence_png(points)
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
     assert convergence_png([])[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_stalled_mirror_is_not_mirroring():
+    f = fact(status="header_exact")
+    assert one(f).sync_status == IN_SYNC
+    stalled = one(dataclasses.replace(f, mirror_stalled=True))
+    assert stalled.sync_status == LAGGING and stalled.mirror_stalled

@@ -3,7 +3,11 @@ the raw rows, the per-minute rollup and the status table."""
 
 from __future__ import annotations
 
+import time
+import uuid
+
 import pytest
+from confluent_kafka import Producer
 
 from offset_pipeline.assets.metrics import offset_sync_metrics
 from offset_pipeline.storage import metrics
@@ -68,3 +72,34 @@ def test_dry_run_then_synced_cycles_give_d_dd_and_statuses(kafka_pair, chdb_dsn,
     assert status_row[5] == PARTITIONS
     # no progress after the first sync: dD 0, and so its 10-minute sum
     assert {(r[1], r[2], r[3]) for r in panels["Convergence per group"]} == {(group, 0, 0)}
+
+
+def test_a_partition_whose_mirror_does_not_copy_is_flagged_stalled(kafka_pair, chdb_dsn):
+    # An "x." topic: on both clusters, but no session mirror copies it (as if the mirror were down).
+    topic = f"x.stalled.{uuid.uuid4().hex[:6]}"
+    kafka_pair.create_topic(topic)
+    producer = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc1"), "log_level": 3})
+
+    def produce(n: int) -> None:
+        for i in range(n):
+            producer.produce(topic, value=f"r{i}".encode(), partition=0)
+        assert producer.flush(30) == 0
+
+    produce(10)
+    group = odd_group()
+    member = Member(kafka_pair.bootstrap("idc1"), group, topic)
+    member.commit(topic, {0: 5})
+    cycles = Cycles(kafka_pair, chdb_dsn, group, topic)
+    config = {"offset_sync_metrics": {"config": {"mirror_window_s": 1.0}}}
+    try:
+        cycles.run(extra_assets=[offset_sync_metrics], extra_ops_config=config)
+        time.sleep(1.5)
+        produce(5)  # idc1 grows, idc2 does not
+        cycles.run(extra_assets=[offset_sync_metrics], extra_ops_config=config)
+    finally:
+        member.close()
+    rows = cycles.client.query(
+        f"SELECT mirror_stalled, sync_status FROM {metrics.TABLE} WHERE group_id = {{g:String}} ORDER BY cycle_time",
+        parameters={"g": group},
+    ).result_rows
+    assert rows == [(False, "Lagging"), (True, "Lagging")]  # no history yet; then grown on idc1 only

@@ -21,6 +21,10 @@ from offset_pipeline.storage import commits, metrics, snapshots, translations
 
 
 class MetricsConfig(dg.Config):
+    # A partition's mirror looks stalled when, over this window, the active log grew and the
+    # standby log did not (compared with the newest snapshot at least this old, if one was taken
+    # within a further 10 minutes).
+    mirror_window_s: float = Field(default=180.0, gt=0)
     # A partition not synced for this long is Lagging (default: four 30 s cycles).
     lagging_after_s: float = Field(default=120.0, gt=0)
     # How much history the convergence graph in the metadata shows.
@@ -38,6 +42,12 @@ _FACTS_QUERY = (
 _CONVERGENCE_QUERY = (
     f"SELECT minute, active, sum(dd_sum) FROM {metrics.ROLLUP} "
     "WHERE minute >= {since:DateTime('UTC')} AND active != '' GROUP BY minute, active ORDER BY minute"
+)
+_EARLIER_LOG_ENDS_QUERY = (
+    f"SELECT cluster, topic, partition, argMax(log_end, snapshot_time) FROM {snapshots.TABLE} "
+    "WHERE topic_present AND snapshot_time <= {until:DateTime64(3, 'UTC')} "
+    "AND snapshot_time >= {since:DateTime64(3, 'UTC')} AND topic IN {topics:Array(String)} "
+    "GROUP BY cluster, topic, partition"
 )
 _LOG_ENDS_QUERY = (
     f"SELECT DISTINCT cluster, topic, partition, log_end FROM {snapshots.TABLE} "
@@ -63,6 +73,22 @@ def offset_sync_metrics(
         (cluster, topic, int(partition)): end
         for cluster, topic, partition, end in client.query(_LOG_ENDS_QUERY, parameters={"sid": snapshot_id}).result_rows
     }
+    window_ms = int(config.mirror_window_s * 1000)
+    earlier = {
+        (cluster, topic, int(partition)): end
+        for cluster, topic, partition, end in client.query(_EARLIER_LOG_ENDS_QUERY, parameters={
+            "until": datetime.fromtimestamp((cycle_time_ms - window_ms) / 1000, tz=timezone.utc),
+            "since": datetime.fromtimestamp((cycle_time_ms - window_ms - max(window_ms, 600_000)) / 1000, tz=timezone.utc),
+            "topics": sorted({t for _, t, _ in log_end}),
+        }).result_rows
+    }
+
+    def mirror_stalled(active: str, standby: str, topic: str, partition: int) -> bool:
+        a, s = (active, topic, partition), (standby, topic, partition)
+        if not all(k in log_end and k in earlier for k in (a, s)):
+            return False  # no history yet: nothing to say
+        return log_end[a] > earlier[a] and log_end[s] == earlier[s]
+
     facts = []
     for g, t, p, active, standby, c, offset, status, strategy, decision, applied, after, inversion in client.query(
         _FACTS_QUERY, parameters={"sid": snapshot_id}, settings={"join_use_nulls": 1},
@@ -71,6 +97,7 @@ def offset_sync_metrics(
             g, t, int(p), active, standby, c, offset, status, strategy, decision or None, bool(applied), after,
             active_log_end=log_end.get((active, t, int(p))), standby_log_end=log_end.get((standby, t, int(p))),
             timestamp_inversion=bool(inversion),
+            mirror_stalled=bool(active and standby) and mirror_stalled(active, standby, t, int(p)),
         ))
     previous_d, last_synced = metrics.previous_state(client, sorted({f.group_id for f in facts}), cycle_time_ms)
     rows = metric_rows(cycle_time_ms, facts, previous_d, last_synced, lagging_after_s=config.lagging_after_s)

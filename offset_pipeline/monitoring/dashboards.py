@@ -60,9 +60,10 @@ OVERVIEW = [
         "SELECT group_id AS group, topic, active, standby, "
         f"arrayElement({STATUS_ORDER_SQL}, toUInt8(min(indexOf({STATUS_ORDER_SQL}, partition_status)))) AS status, "
         "count() AS partitions, countIf(partition_status = 'InSync') AS in_sync, max(sync_age_s) AS max_sync_age_s, "
-        "sum(gap) AS offset_gap, max(cycle) AS last_cycle FROM ("
+        "sum(gap) AS offset_gap, max(stalled) AS mirror_stalled, max(cycle) AS last_cycle FROM ("
         "SELECT group_id, topic, partition, active, standby, argMax(sync_status, cycle_time) AS partition_status, "
         "argMax(sync_age_s, cycle_time) AS sync_age_s, argMax(standby_lag - active_lag, cycle_time) AS gap, "
+        "argMax(mirror_stalled, cycle_time) AS stalled, "
         f"max(cycle_time) AS cycle FROM {TABLE} "
         "WHERE cycle_time >= $__toTime - INTERVAL 10 MINUTE AND cycle_time <= $__toTime AND active != '' "
         "AND active IN (${cluster:singlequote}) AND group_id IN (${group:singlequote}) "
@@ -73,7 +74,7 @@ OVERVIEW = [
        "switchover now duplicates nothing). Mirroring: synced, loss-free. Lagging: not synced for 4 cycles. "
        "Stale: a fast-forward candidate. Broken: an error status. SplitBrain: members on both clusters.",
        ("group", "topic", "active", "standby", "status", "partitions", "in_sync", "max_sync_age_s", "offset_gap",
-        "last_cycle")),
+        "mirror_stalled", "last_cycle")),
     Panel("Translation success rate per strategy", "timeseries", (
         "SELECT $__timeInterval(minute) AS time, "
         "sum(header_hit_rows) / greatest(sum(header_rows), 1) AS header_hit_rate, "
@@ -92,12 +93,14 @@ OVERVIEW = [
         f"FROM {ROLLUP} WHERE {_ROLLUP_FILTER} GROUP BY time, group ORDER BY time, group"
     ), "Records a switchover would read again on the standby (standby lag minus active lag), per partition.",
         ("time", "group", "gap")),
-    Panel("InSync, broken and timestamp inversions", "timeseries", (
+    Panel("InSync, broken, timestamp inversions, stalled mirror", "timeseries", (
         "SELECT $__timeInterval(minute) AS time, sum(in_sync_rows) / greatest(sum(rows), 1) AS in_sync_share, "
-        "sum(broken_rows) AS broken, sum(inversion_rows) AS timestamp_inversions "
+        "sum(broken_rows) AS broken, sum(inversion_rows) AS timestamp_inversions, "
+        "sum(mirror_stalled_rows) AS mirror_stalled "
         f"FROM {ROLLUP} WHERE {_ROLLUP_FILTER} GROUP BY time ORDER BY time"
-    ), "Timestamp inversions: searches whose first record had a later timestamp (duplicate risk).",
-        ("time", "in_sync_share", "broken", "timestamp_inversions")),
+    ), "Timestamp inversions: searches whose first record had a later timestamp (duplicate risk). Stalled "
+       "mirror: partitions whose active log grew while the standby's did not, over the last minutes.",
+        ("time", "in_sync_share", "broken", "timestamp_inversions", "mirror_stalled")),
 ]
 
 VARIABLES = [

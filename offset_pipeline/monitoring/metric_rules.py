@@ -23,7 +23,8 @@ The status of a group-partition, the first that applies (``STATUS_ORDER``):
   commit;
 * ``Stale``: the group sits at its active log end, its standby offset below the standby's log end,
   and no exact translation: a low-traffic fast-forward candidate (issue 5's sensor);
-* ``Lagging``: not synced for ``lagging_after_s`` (default 4 cycles of 30 s), or never;
+* ``Lagging``: not synced for ``lagging_after_s`` (default 4 cycles of 30 s), or never, or the data
+  mirror into the standby looks stopped (``mirror_stalled``: Mirroring means mirror and sync run);
 * ``InSync``: synced to an exact translation (the record at ``c`` and the standby record at ``g``
   are copies of one another, read from their headers this cycle; or both at their log ends): a
   switchover now duplicates nothing;
@@ -79,6 +80,10 @@ class CycleFacts:
     active_log_end: int | None = None
     standby_log_end: int | None = None
     timestamp_inversion: bool = False
+    # The data mirror into the standby looks stopped: over the last minutes the active log grew and
+    # the standby log did not (a heuristic: exact for one-way topics; on a two-way topic the
+    # standby's own producers can hide a stopped mirror).
+    mirror_stalled: bool = False
 
     @property
     def key(self) -> Key:
@@ -118,6 +123,7 @@ class MetricRow:
     timestamp_inversion: bool = False
     active_lag: int | None = None  # active log end - f: records the group has left on A
     standby_lag: int | None = None  # standby log end - g: records it would read on B after a switch
+    mirror_stalled: bool = False
 
 
 def metric_rows(
@@ -149,6 +155,7 @@ def metric_rows(
             timestamp_inversion=fact.timestamp_inversion,
             active_lag=_minus(fact.active_log_end, fact.committed),
             standby_lag=_minus(fact.standby_log_end, fact.committed_after),
+            mirror_stalled=fact.mirror_stalled,
         ))
     return rows
 
@@ -178,7 +185,7 @@ def sync_status(fact: CycleFacts, sync_age_s: float | None, lagging_after_s: flo
     )
     if at_active_end and behind_on_standby and not in_sync:
         return STALE
-    if sync_age_s is None or sync_age_s > lagging_after_s:
+    if sync_age_s is None or sync_age_s > lagging_after_s or fact.mirror_stalled:
         return LAGGING
     if in_sync:
         return IN_SYNC

@@ -49,7 +49,8 @@ CREATE TABLE IF NOT EXISTS {TABLE}
     sync_status     LowCardinality(String),
     timestamp_inversion Bool,
     active_lag      Nullable(Int64),
-    standby_lag     Nullable(Int64)
+    standby_lag     Nullable(Int64),
+    mirror_stalled  Bool
 )
 ENGINE = MergeTree
 PARTITION BY toYYYYMMDD(cycle_time)
@@ -78,6 +79,7 @@ CREATE TABLE IF NOT EXISTS {ROLLUP}
     in_sync_rows      SimpleAggregateFunction(sum, UInt64),
     broken_rows       SimpleAggregateFunction(sum, UInt64),
     inversion_rows    SimpleAggregateFunction(sum, UInt64),
+    mirror_stalled_rows SimpleAggregateFunction(sum, UInt64),
     gap_sum           SimpleAggregateFunction(sum, Int64),
     max_sync_age_s    SimpleAggregateFunction(max, Float64)
 )
@@ -106,6 +108,7 @@ SELECT
     toUInt64(countIf(sync_status = 'InSync')) AS in_sync_rows,
     toUInt64(countIf(sync_status IN ('Broken', 'SplitBrain'))) AS broken_rows,
     toUInt64(countIf(timestamp_inversion)) AS inversion_rows,
+    toUInt64(countIf(mirror_stalled)) AS mirror_stalled_rows,
     toInt64(sum(ifNull(standby_lag - active_lag, 0))) AS gap_sum,
     toFloat64(max(ifNull(sync_age_s, 0))) AS max_sync_age_s
 FROM {TABLE}
