@@ -4,7 +4,8 @@
   kept ``RAW_TTL_DAYS`` days (TTL).
 * ``offset_sync_metrics_1m``: a per-minute rollup per (active, standby, group, topic), filled by the
   materialized view ``offset_sync_metrics_1m_mv`` on every insert into the raw table and kept
-  ``ROLLUP_TTL_DAYS`` days: the dashboards read 30 days from here, not from the raw rows. Sums and
+  ``ROLLUP_TTL_DAYS`` days: the dashboards read 30 days from here, not from the raw rows.
+  :func:`ensure_tables` also migrates tables of older versions (columns added, the view replaced). Sums and
   counts are ``SimpleAggregateFunction`` columns, so partially merged parts still add up in a
   ``GROUP BY`` with ``sum``/``max``.
 
@@ -21,7 +22,10 @@ from offset_pipeline.monitoring.metric_rules import MetricRow
 
 TABLE = "offset_sync_metrics"
 ROLLUP = "offset_sync_metrics_1m"
-ROLLUP_VIEW = "offset_sync_metrics_1m_mv"
+# The view's name carries the version of its query: a new query gets a new view, and ensure_tables
+# drops the older ones (a view's query cannot be altered in place).
+ROLLUP_VIEW_PREFIX = "offset_sync_metrics_1m_mv"
+ROLLUP_VIEW = f"{ROLLUP_VIEW_PREFIX}_v1"
 RAW_TTL_DAYS = 35
 ROLLUP_TTL_DAYS = 400
 
@@ -119,9 +123,32 @@ GROUP BY minute, active, standby, group_id, topic
 COLUMNS = [f.name for f in fields(MetricRow)]
 
 
+def _declared_columns(ddl: str) -> list[tuple[str, str]]:
+    """(name, type) of the columns in a CREATE TABLE statement of this module."""
+    body = ddl[ddl.index("(") + 1: ddl.index("\n)")]
+    out = []
+    for line in body.strip().splitlines():
+        name, _, kind = line.strip().rstrip(",").partition(" ")
+        out.append((name, kind.strip()))
+    return out
+
+
 def ensure_tables(client) -> None:
-    for ddl in (DDL, ROLLUP_DDL, ROLLUP_VIEW_DDL):
+    """Create the tables and the view, or bring older ones up to date: missing columns are
+    added (defaults for the rows already there), and views of older query versions are replaced.
+    Idempotent."""
+    for table, ddl in ((TABLE, DDL), (ROLLUP, ROLLUP_DDL)):
         client.command(ddl)
+        for name, kind in _declared_columns(ddl):
+            client.command(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name} {kind}")
+    client.command(ROLLUP_VIEW_DDL)
+    views = client.query(
+        "SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, {p:String})",
+        parameters={"p": ROLLUP_VIEW_PREFIX},
+    ).result_rows
+    for (name,) in views:
+        if name != ROLLUP_VIEW:
+            client.command(f"DROP VIEW IF EXISTS {name}")
 
 
 def _utc(ms: int | None):
