@@ -310,7 +310,8 @@ def run_benchmark(args, workload: Workload, clusters: ScratchClusters, groups: A
     return format_report(args, workload, url, runs, floor, floor_inputs, lookups)
 
 
-STEPS = {"offset_snapshot": "snapshot", "offset_translations": "translate", "offset_standby_commits": "commit"}
+STEPS = {"offset_snapshot": "snapshot", "offset_translations": "translate", "offset_standby_commits": "commit",
+         "offset_sync_metrics": "metrics"}
 
 
 def format_report(args, workload, url, runs, floor, floor_inputs, lookups) -> str:
@@ -362,7 +363,8 @@ def format_report(args, workload, url, runs, floor, floor_inputs, lookups) -> st
     ratios = [["warm cycle (wall)", warm_wall, full_floor],
               ["warm snapshot step", median.get("offset_snapshot"), lookups.snapshot_seconds],
               ["warm translate step", median.get("offset_translations"), floor.seconds],
-              ["warm commit step", median.get("offset_standby_commits"), lookups.commit_seconds]]
+              ["warm commit step", median.get("offset_standby_commits"), lookups.commit_seconds],
+              ["warm metrics step (no Kafka)", median.get("offset_sync_metrics"), None]]
     ratios += [[f"{r['label']} (wall)", r["wall"], full_floor] for r in runs if not r["label"][0].isdigit()]
     lines.append(table(
         ["measure", "seconds", "x 30 s cadence (target <= 0.5)", "floor", "x floor (target <= 3)"],
