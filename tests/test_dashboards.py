@@ -31,6 +31,11 @@ def test_every_panel_and_variable_uses_the_provisioned_data_source():
         assert model["panels"] and {v["name"] for v in model["templating"]["list"]} == {"cluster", "group", "topic"}
         for item in model["panels"] + model["templating"]["list"]:
             assert item["datasource"] == dashboards.DATASOURCE
+        for panel in model["panels"]:
+            (target,) = panel["targets"]
+            assert target["editorType"] == "sql" and target["rawSql"]
+            expected = ("table", 1) if panel["type"] == "table" else ("timeSeries", 0)
+            assert (target["queryType"], target["format"]) == expected, panel["title"]
 
 
 def test_expansion_quotes_values_and_refuses_leftovers():

@@ -122,8 +122,10 @@ def render(uid: str, title: str, panels: list[Panel]) -> dict:
             "datasource": DATASOURCE,
             "gridPos": {"h": 9, "w": width, "x": 0 if width == 24 else (i % 2) * 12, "y": i * 9},
             "targets": [{
-                "refId": "A", "datasource": DATASOURCE, "editorType": "sql", "queryType": panel.kind if panel.kind == "table" else "timeseries",
-                "format": 1 if panel.kind == "table" else 0, "rawSql": panel.sql,
+                "refId": "A", "datasource": DATASOURCE, "editorType": "sql", "rawSql": panel.sql,
+                # the plugin's QueryType ("table" / "timeSeries") and grafana/sqlds' format (1 / 0)
+                "queryType": "table" if panel.kind == "table" else "timeSeries",
+                "format": 1 if panel.kind == "table" else 0,
             }],
         })
     templating = [
