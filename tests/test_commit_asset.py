@@ -14,12 +14,14 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from offset_pipeline.assets.commit import offset_standby_commits
+from offset_pipeline.assets.metrics import offset_sync_metrics
 from offset_pipeline.assets.snapshot import offset_snapshot
 from offset_pipeline.assets.translation import offset_translations
 from offset_pipeline.commit_rules import parse_commit_log_line
 from offset_pipeline.decision_log import decision_logger
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from tests.conftest import wait_for
+from tests.test_dashboards import check_every_panel
 from tests.test_standby_group_io import Member, committed
 from tests.test_translation_asset import log_end, read_values
 
@@ -256,11 +258,23 @@ def test_members_on_both_clusters_are_a_split_brain_and_nothing_is_written(kafka
     members[0].commit(topic, c)
     cycles = Cycles(kafka_pair, chdb_dsn, group, topic)
     try:
-        result = cycles.run()
+        result = cycles.run(extra_assets=[offset_sync_metrics])
         rows = cycles.commits(result)
         assert sorted(rows) == list(range(PARTITIONS))
         for r in rows.values():
             assert (r["decision"], r["applied"], r["active"], r["standby"]) == ("split_brain", False, "", ""), r
+        # the monitoring shows it, in the Grafana status table too (tests/test_dashboards.py)
+        status = cycles.client.query(
+            "SELECT DISTINCT sync_status FROM offset_sync_metrics WHERE group_id = {g:String}", parameters={"g": group},
+        ).result_rows
+        assert status == [("SplitBrain",)]
+        # no active cluster: not in the per-cluster series, but in the status table and the broken count
+        status_title = "Status per group and topic (newest cycle)"
+        broken_title = "InSync, broken, timestamp inversions, stalled mirror"
+        panels = check_every_panel(cycles.client, group, topic, with_rows={status_title, broken_title})
+        (status_row,) = panels[status_title]
+        assert (status_row[0], status_row[4], status_row[5]) == (group, "SplitBrain", PARTITIONS)
+        assert sum(r[2] for r in panels[broken_title]) == PARTITIONS
         assert cycles.standby_committed("idc2") == {}
         assert cycles.standby_committed("idc1") == c
         assert not checks(result)["sync_freshness"].passed

@@ -51,9 +51,10 @@ def test_expansion_quotes_values_and_refuses_leftovers():
         expand("$__unknownMacro", time_from=t0, time_to=t0, interval_s=60, variables={})
 
 
-def check_every_panel(client, group: str, topic: str) -> dict[str, list[tuple]]:
+def check_every_panel(client, group: str, topic: str, with_rows=None) -> dict[str, list[tuple]]:
     """Run every panel and variable query for the last hour, filtered to ``group`` and ``topic``;
-    each must return rows of the panel's columns. Returns panel title -> rows."""
+    each must run, and return rows of the panel's columns (only the panels titled in ``with_rows``,
+    when given, must return rows). Returns panel title -> rows."""
     now = datetime.now(timezone.utc)
     variables = {"cluster": ["idc1", "idc2"], "group": [group], "topic": [topic]}
     out = {}
@@ -62,10 +63,12 @@ def check_every_panel(client, group: str, topic: str) -> dict[str, list[tuple]]:
             sql = expand(panel.sql, time_from=now - timedelta(hours=1), time_to=now + timedelta(minutes=1),
                          interval_s=60, variables=variables)
             result = client.query(sql)
+            out[panel.title] = result.result_rows
+            if with_rows is not None and panel.title not in with_rows and not result.result_rows:
+                continue  # (the embedded engine's client names no columns for an empty result)
             assert tuple(result.column_names) == panel.columns, panel.title
             assert result.result_rows, f"{panel.title}: no rows"
-            out[panel.title] = result.result_rows
     for name, _, sql in dashboards.VARIABLES:
         rows = client.query(expand(sql, time_from=now, time_to=now, interval_s=60, variables=variables)).result_rows
-        assert rows, name
+        assert rows or with_rows is not None, name
     return out

@@ -27,6 +27,7 @@ _ROLLUP_FILTER = (
     "$__timeFilter(minute) AND active IN (${cluster:singlequote}) AND group_id IN (${group:singlequote}) "
     "AND topic IN (${topic:singlequote})"
 )
+_ANY_ACTIVE = "(active IN (${cluster:singlequote}) OR active = '')"  # split brains count as broken
 STATUS_ORDER_SQL = "['SplitBrain', 'Broken', 'Stale', 'Lagging', 'Mirroring', 'InSync']"
 
 
@@ -65,8 +66,9 @@ OVERVIEW = [
         "argMax(sync_age_s, cycle_time) AS sync_age_s, argMax(standby_lag - active_lag, cycle_time) AS gap, "
         "argMax(mirror_stalled, cycle_time) AS stalled, "
         f"max(cycle_time) AS cycle FROM {TABLE} "
-        "WHERE cycle_time >= $__toTime - INTERVAL 10 MINUTE AND cycle_time <= $__toTime AND active != '' "
-        "AND active IN (${cluster:singlequote}) AND group_id IN (${group:singlequote}) "
+        "WHERE cycle_time >= $__toTime - INTERVAL 10 MINUTE AND cycle_time <= $__toTime "
+        # undecided groups (split brain) have no active cluster: shown whatever the cluster filter
+        "AND (active IN (${cluster:singlequote}) OR active = '') AND group_id IN (${group:singlequote}) "
         "AND topic IN (${topic:singlequote}) "
         "GROUP BY group_id, topic, partition, active, standby) "
         "GROUP BY group_id, topic, active, standby ORDER BY indexOf(" + STATUS_ORDER_SQL + ", status), group, topic"
@@ -97,7 +99,8 @@ OVERVIEW = [
         "SELECT $__timeInterval(minute) AS time, sum(in_sync_rows) / greatest(sum(rows), 1) AS in_sync_share, "
         "sum(broken_rows) AS broken, sum(inversion_rows) AS timestamp_inversions, "
         "sum(mirror_stalled_rows) AS mirror_stalled "
-        f"FROM {ROLLUP} WHERE {_ROLLUP_FILTER} GROUP BY time ORDER BY time"
+        f"FROM {ROLLUP} WHERE {_ROLLUP_FILTER.replace('active IN (${cluster:singlequote})', _ANY_ACTIVE)} "
+        "GROUP BY time ORDER BY time"
     ), "Timestamp inversions: searches whose first record had a later timestamp (duplicate risk). Stalled "
        "mirror: partitions whose active log grew while the standby's did not, over the last minutes.",
         ("time", "in_sync_share", "broken", "timestamp_inversions", "mirror_stalled")),
@@ -105,7 +108,8 @@ OVERVIEW = [
 
 VARIABLES = [
     ("cluster", "Active cluster", f"SELECT DISTINCT active FROM {ROLLUP} WHERE active != '' ORDER BY active"),
-    ("group", "Group", f"SELECT DISTINCT group_id FROM {ROLLUP} WHERE active IN (${{cluster:singlequote}}) ORDER BY group_id"),
+    ("group", "Group", f"SELECT DISTINCT group_id FROM {ROLLUP} WHERE active IN (${{cluster:singlequote}}) OR active = '' "
+     "ORDER BY group_id"),
     ("topic", "Topic", f"SELECT DISTINCT topic FROM {ROLLUP} WHERE group_id IN (${{group:singlequote}}) ORDER BY topic"),
 ]
 

@@ -1,13 +1,15 @@
 """Monitoring tables (DESIGN.md §7), owned by the project and created idempotently.
 
-* ``offset_sync_metrics``: one row per group-partition and cycle (``monitoring/metric_rules.py``),
+* ``offset_sync_metrics``: one row per group-partition and cycle (``monitoring/metric_rules.py``;
+  ``active``/``standby`` empty when the group's direction was not decided, e.g. a split brain),
   kept ``RAW_TTL_DAYS`` days (TTL).
 * ``offset_sync_metrics_1m``: a per-minute rollup per (active, standby, group, topic), filled by the
-  materialized view ``offset_sync_metrics_1m_mv`` on every insert into the raw table and kept
-  ``ROLLUP_TTL_DAYS`` days: the dashboards read 30 days from here, not from the raw rows.
-  :func:`ensure_tables` also migrates tables of older versions (columns added, the view replaced). Sums and
-  counts are ``SimpleAggregateFunction`` columns, so partially merged parts still add up in a
-  ``GROUP BY`` with ``sum``/``max``.
+  materialized view ``ROLLUP_VIEW`` on every insert into the raw table and kept ``ROLLUP_TTL_DAYS``
+  days: the dashboards read 30 days from here, not from the raw rows. Sums and counts are
+  ``SimpleAggregateFunction`` columns, so partially merged parts still add up in a ``GROUP BY``
+  with ``sum``/``max``.
+
+:func:`ensure_tables` also migrates tables of older versions (columns added, the view replaced).
 
 Inserts use clickhouse-connect's column binding; queries are parameterized (group ids may hold
 any character).
@@ -25,7 +27,7 @@ ROLLUP = "offset_sync_metrics_1m"
 # The view's name carries the version of its query: a new query gets a new view, and ensure_tables
 # drops the older ones (a view's query cannot be altered in place).
 ROLLUP_VIEW_PREFIX = "offset_sync_metrics_1m_mv"
-ROLLUP_VIEW = f"{ROLLUP_VIEW_PREFIX}_v1"
+ROLLUP_VIEW = f"{ROLLUP_VIEW_PREFIX}_v2"
 RAW_TTL_DAYS = 35
 ROLLUP_TTL_DAYS = 400
 
@@ -116,7 +118,6 @@ SELECT
     toInt64(sum(ifNull(standby_lag - active_lag, 0))) AS gap_sum,
     toFloat64(max(ifNull(sync_age_s, 0))) AS max_sync_age_s
 FROM {TABLE}
-WHERE active != ''
 GROUP BY minute, active, standby, group_id, topic
 """
 
