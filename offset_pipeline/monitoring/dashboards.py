@@ -57,6 +57,13 @@ OVERVIEW = [
           "stopped.", ("time", "cluster", "dd", "dd_10m")),
     Panel("Convergence per group", "timeseries", _convergence("group_id", "group"),
           "The same per group.", ("time", "group", "dd", "dd_10m")),
+    Panel("f, g and D per group (mean per partition)", "timeseries", (
+        "SELECT $__timeInterval(minute) AS time, group_id AS group, sum(f_sum) / greatest(sum(fg_rows), 1) AS f, "
+        "sum(g_sum) / greatest(sum(fg_rows), 1) AS g, sum(d_sum) / greatest(sum(fg_rows), 1) AS d "
+        f"FROM {ROLLUP} WHERE {_ROLLUP_FILTER} GROUP BY time, group ORDER BY time, group"
+    ), "f: the group's offset on its active cluster; g: its synced offset on the standby; D = f - g (the "
+       "constant offset difference between the clusters included). Means over the partitions with both.",
+        ("time", "group", "f", "g", "d")),
     Panel("Status per group and topic (newest cycle)", "table", (
         "SELECT group_id AS group, topic, active, standby, "
         f"arrayElement({STATUS_ORDER_SQL}, toUInt8(min(indexOf({STATUS_ORDER_SQL}, partition_status)))) AS status, "

@@ -27,7 +27,7 @@ ROLLUP = "offset_sync_metrics_1m"
 # The view's name carries the version of its query: a new query gets a new view, and ensure_tables
 # drops the older ones (a view's query cannot be altered in place).
 ROLLUP_VIEW_PREFIX = "offset_sync_metrics_1m_mv"
-ROLLUP_VIEW = f"{ROLLUP_VIEW_PREFIX}_v2"
+ROLLUP_VIEW = f"{ROLLUP_VIEW_PREFIX}_v3"
 RAW_TTL_DAYS = 35
 ROLLUP_TTL_DAYS = 400
 
@@ -75,6 +75,9 @@ CREATE TABLE IF NOT EXISTS {ROLLUP}
     rows              SimpleAggregateFunction(sum, UInt64),
     dd_sum            SimpleAggregateFunction(sum, Int64),
     d_sum             SimpleAggregateFunction(sum, Int64),
+    f_sum             SimpleAggregateFunction(sum, Int64),
+    g_sum             SimpleAggregateFunction(sum, Int64),
+    fg_rows           SimpleAggregateFunction(sum, UInt64),
     synced_rows       SimpleAggregateFunction(sum, UInt64),
     translated_rows   SimpleAggregateFunction(sum, UInt64),
     exact_rows        SimpleAggregateFunction(sum, UInt64),
@@ -103,6 +106,9 @@ SELECT
     toUInt64(count()) AS rows,
     toInt64(sum(ifNull(dd, 0))) AS dd_sum,
     toInt64(sum(ifNull(d, 0))) AS d_sum,
+    toInt64(sum(if(d IS NULL, 0, assumeNotNull(f)))) AS f_sum,
+    toInt64(sum(if(d IS NULL, 0, assumeNotNull(g)))) AS g_sum,
+    toUInt64(countIf(d IS NOT NULL)) AS fg_rows,
     toUInt64(countIf(synced)) AS synced_rows,
     toUInt64(countIf(translated)) AS translated_rows,
     toUInt64(countIf(exact)) AS exact_rows,
