@@ -1,0 +1,131 @@
+"""Which group-partitions are stale low-traffic fast-forward candidates (DESIGN.md §4.3, issue 5).
+
+Pure: the stale-partition sensor reads the snapshot history from ClickHouse and the mirrors'
+positions, and this module decides. A group-partition (translated from its active cluster A to its
+standby B) is a candidate when
+
+1. the group has a committed offset on A, and its standby offset is behind B's log end (else there
+   is nothing to fast-forward);
+2. its lag on A is 0 -- or at most ``marker_slack`` offsets, which a transactional topic's trailing
+   commit marker leaves (the fast-forward job reads ``[c, end)`` and proceeds only when it holds no
+   record);
+3. neither log end moved for ``window_s``, judged from snapshots that cover the whole window;
+4. both mirrors have caught up: the B->A mirror's position on B is at B's log end (so every record of
+   B is on A too, below ``c``), and the A->B mirror's position on A at A's log end (so no processed
+   record of A is still to arrive on B: zero duplicates).
+
+Every other group-partition gets a named rejection with a detail. The sensor's view may be old: the
+job re-checks every condition against live Kafka (``translation/caught_up.py``) before committing.
+
+Invariants (tests/test_stale_candidates.py): a candidate satisfies all four conditions; a log end
+that moved inside the window, a lag above the slack or a mirror behind is never a candidate; the run
+key is the same for the same group-partition and log ends, and differs when a log end moves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Rejection(str, Enum):
+    NO_COMMIT = "no_committed_offset"
+    AT_STANDBY_END = "standby_already_at_log_end"
+    GROUP_LAG = "group_has_lag"
+    RECEIVING_DATA = "receiving_data"
+    SHORT_HISTORY = "history_shorter_than_window"
+    MIRROR_UNKNOWN = "mirror_position_unknown"
+    MIRROR_BEHIND = "mirror_behind"
+
+
+@dataclass(frozen=True)
+class LogEnds:
+    time_ms: int
+    active_end: int
+    standby_end: int
+
+
+@dataclass(frozen=True)
+class PartitionHistory:
+    group_id: str
+    topic: str
+    partition: int
+    active: str
+    standby: str
+    committed: int | None  # c on A (newest snapshot)
+    standby_committed: int | None  # on B
+    points: tuple[LogEnds, ...]  # snapshots of both log ends, any order; the newest is "now"
+    active_mirror_position: int | None = None  # the A->B mirror's position on A
+    standby_mirror_position: int | None = None  # the B->A mirror's position on B
+
+
+@dataclass(frozen=True)
+class StaleVerdict:
+    history: PartitionHistory
+    rejection: Rejection | None
+    detail: str
+    stable_for_s: float | None
+
+    @property
+    def candidate(self) -> bool:
+        return self.rejection is None
+
+    def run_key(self) -> str:
+        """Deterministic per group-partition and log ends: a new request only when a log end moved."""
+        h, newest = self.history, max(self.history.points, key=lambda p: p.time_ms)
+        ident = json.dumps([h.group_id, h.topic, h.partition, h.active, h.standby, newest.active_end,
+                            newest.standby_end], ensure_ascii=False)
+        return f"fast-forward-{hashlib.sha256(ident.encode()).hexdigest()[:24]}"
+
+
+def classify(history: PartitionHistory, now_ms: int, *, window_s: float = 600.0, marker_slack: int = 1) -> StaleVerdict:
+    h = history
+
+    def reject(reason: Rejection, detail: str, stable: float | None = None) -> StaleVerdict:
+        return StaleVerdict(h, reason, detail, stable)
+
+    if not h.points:
+        return reject(Rejection.SHORT_HISTORY, "no snapshot of this partition")
+    points = sorted(h.points, key=lambda p: p.time_ms)
+    newest = points[-1]
+    if h.committed is None:
+        return reject(Rejection.NO_COMMIT, f"the group has no committed offset on {h.active}")
+    if h.standby_committed is not None and h.standby_committed >= newest.standby_end:
+        return reject(Rejection.AT_STANDBY_END,
+                      f"{h.standby} offset {h.standby_committed} is at its log end {newest.standby_end}")
+    lag = newest.active_end - h.committed
+    if lag > marker_slack or lag < 0:
+        return reject(Rejection.GROUP_LAG, f"lag {lag} on {h.active} (c={h.committed}, log end {newest.active_end})")
+    # Stable since the oldest snapshot of the unbroken run of snapshots showing today's log ends (a
+    # change between two snapshots is taken to have happened as late as possible: conservative).
+    now_ends = (newest.active_end, newest.standby_end)
+    moved = next((i for i in range(len(points) - 1, -1, -1) if (points[i].active_end, points[i].standby_end) != now_ends), None)
+    stable_since = points[0].time_ms if moved is None else points[moved + 1].time_ms
+    stable_s = (now_ms - stable_since) / 1000.0
+    if moved is not None and stable_s < window_s:
+        return reject(Rejection.RECEIVING_DATA, f"log ends moved {stable_s:.0f}s ago (window {window_s:.0f}s)", stable_s)
+    if moved is None and stable_s < window_s:
+        return reject(Rejection.SHORT_HISTORY,
+                      f"snapshots cover {stable_s:.0f}s, less than the {window_s:.0f}s window", stable_s)
+    for cluster, position, end in ((h.standby, h.standby_mirror_position, newest.standby_end),
+                                   (h.active, h.active_mirror_position, newest.active_end)):
+        if position is None:
+            return reject(Rejection.MIRROR_UNKNOWN, f"the mirror reading {cluster} has no known position", stable_s)
+        if position < end:
+            return reject(Rejection.MIRROR_BEHIND, f"the mirror reading {cluster} is at {position}, behind its log end {end}",
+                          stable_s)
+    return StaleVerdict(h, None, f"stable {stable_s:.0f}s, lag {lag}, mirrors caught up: fast-forward {h.standby} "
+                                 f"to {newest.standby_end}", stable_s)
+
+
+def skip_reason(verdicts: Iterable[StaleVerdict]) -> str:
+    """What the sensor says when nothing qualifies: how many were rejected, and why."""
+    verdicts = list(verdicts)
+    if not verdicts:
+        return "no group-partition in the snapshot history"
+    counts = Counter(v.rejection.value for v in verdicts if v.rejection is not None)
+    return f"no stale partition among {len(verdicts)}: " + ", ".join(f"{n} {r}" for r, n in counts.most_common())

@@ -1,0 +1,86 @@
+"""stale_candidates (pure): the stale-partition sensor's decisions, table-driven and property-based."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from offset_pipeline.stale_candidates import LogEnds, PartitionHistory, Rejection, classify, skip_reason
+
+NOW = 10_000_000
+WINDOW_S = 600
+
+
+def history(**kw) -> PartitionHistory:
+    values = dict(
+        group_id='g "q" ü', topic="low", partition=0, active="idc1", standby="idc2", committed=50,
+        standby_committed=40, points=tuple(LogEnds(NOW - s * 1000, 50, 45) for s in (900, 600, 300, 0)),
+        active_mirror_position=50, standby_mirror_position=45,
+    )
+    values.update(kw)
+    return PartitionHistory(**values)
+
+
+CASES = [
+    ("quiet, no lag, mirrors caught up", {}, None),
+    ("a trailing commit marker: lag 1", {"committed": 49}, None),
+    ("lag 2", {"committed": 48}, Rejection.GROUP_LAG),
+    ("no committed offset", {"committed": None}, Rejection.NO_COMMIT),
+    ("standby already at its end", {"standby_committed": 45}, Rejection.AT_STANDBY_END),
+    ("a record 5 minutes ago", {"points": (LogEnds(NOW - 900_000, 49, 44), LogEnds(NOW - 300_000, 50, 45),
+                                           LogEnds(NOW, 50, 45))}, Rejection.RECEIVING_DATA),
+    ("the standby grew 5 minutes ago", {"points": (LogEnds(NOW - 900_000, 50, 44), LogEnds(NOW - 300_000, 50, 45),
+                                                   LogEnds(NOW, 50, 45))}, Rejection.RECEIVING_DATA),
+    ("stable, but snapshots cover 5 minutes", {"points": (LogEnds(NOW - 300_000, 50, 45), LogEnds(NOW, 50, 45))},
+     Rejection.SHORT_HISTORY),
+    ("the standby->active mirror behind", {"standby_mirror_position": 44}, Rejection.MIRROR_BEHIND),
+    ("the active->standby mirror behind", {"active_mirror_position": 49}, Rejection.MIRROR_BEHIND),
+    ("a mirror position unknown", {"standby_mirror_position": None}, Rejection.MIRROR_UNKNOWN),
+]
+
+
+@pytest.mark.parametrize("name, overrides, expected", CASES, ids=[c[0] for c in CASES])
+def test_classify(name, overrides, expected):
+    verdict = classify(history(**overrides), NOW, window_s=WINDOW_S)
+    assert verdict.rejection is expected, verdict.detail
+    assert verdict.detail
+
+
+def test_run_key_follows_the_log_ends_only():
+    v = classify(history(), NOW, window_s=WINDOW_S)
+    assert v.run_key() == classify(history(standby_committed=30), NOW + 5000, window_s=WINDOW_S).run_key()
+    moved = history(points=tuple(dataclasses.replace(p, standby_end=46) for p in history().points),
+                    standby_mirror_position=46)
+    assert classify(moved, NOW, window_s=WINDOW_S).run_key() != v.run_key()
+    assert v.run_key().startswith("fast-forward-") and len(v.run_key()) < 64
+
+
+def test_skip_reason_counts_the_rejections():
+    verdicts = [classify(history(**o), NOW, window_s=WINDOW_S) for _, o, e in CASES if e is not None]
+    text = skip_reason(verdicts)
+    assert text.startswith(f"no stale partition among {len(verdicts)}: ")
+    assert "2 receiving_data" in text and "2 mirror_behind" in text and "1 group_has_lag" in text
+    assert skip_reason([]) == "no group-partition in the snapshot history"
+
+
+ends = st.integers(0, 100)
+
+
+@given(st.lists(st.tuples(st.integers(0, 1200), ends, ends), min_size=1, max_size=6), st.integers(0, 100),
+       st.one_of(st.none(), ends), ends, ends)
+def test_a_candidate_meets_every_condition(raw, c, g, pos_a, pos_b):
+    points = tuple(LogEnds(NOW - s * 1000, a, b) for s, a, b in raw)
+    h = history(points=points, committed=c, standby_committed=g, active_mirror_position=pos_a,
+                standby_mirror_position=pos_b)
+    verdict = classify(h, NOW, window_s=WINDOW_S)
+    if verdict.candidate:
+        newest = max(points, key=lambda p: p.time_ms)
+        window = [p for p in points if p.time_ms >= NOW - WINDOW_S * 1000]
+        assert all((p.active_end, p.standby_end) == (newest.active_end, newest.standby_end) for p in window)
+        assert min(p.time_ms for p in points) <= NOW - WINDOW_S * 1000
+        assert 0 <= newest.active_end - c <= 1
+        assert g is None or g < newest.standby_end
+        assert pos_a >= newest.active_end and pos_b >= newest.standby_end
