@@ -23,33 +23,11 @@ from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, 
 from tests.conftest import wait_for
 from tests.test_dashboards import check_every_panel
 from tests.test_standby_group_io import Member, committed
-from tests.test_translation_asset import log_end, read_values
+from tests.test_translation_asset import log_end, mirrored_topic, read_values  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.kafka
 
 PARTITIONS = 2
-
-
-@pytest.fixture
-def mirrored_topic(kafka_pair, session_mirrors, topic_name):
-    """A two-way topic: both clusters produce, the session mirrors copy both ways. Returns
-    (topic, records per partition on each cluster)."""
-    topic = kafka_pair.create_topic(topic_name, partitions=PARTITIONS)
-    produced = 0
-    for round_ in range(4):  # interleaved, so each side holds copies of the other's records
-        for cluster in ("idc1", "idc2"):
-            producer = Producer({"bootstrap.servers": kafka_pair.bootstrap(cluster), "log_level": 3})
-            for p in range(PARTITIONS):
-                for i in range(5):
-                    producer.produce(topic, value=f"{cluster}-{round_}-{p}-{i}".encode(), partition=p)
-                    produced += 1
-            producer.flush(30)
-    per_partition = produced // PARTITIONS
-    for cluster in ("idc1", "idc2"):
-        for p in range(PARTITIONS):
-            wait_for(lambda: log_end(kafka_pair.bootstrap(cluster), topic, p) >= per_partition, timeout=60,
-                     what=f"mirrored {topic}[{p}] on {cluster}")
-    return topic, per_partition
 
 
 def odd_group() -> str:

@@ -47,12 +47,13 @@ class Member:
     """A live member of ``group`` on the cluster, polling in a thread until closed. It commits only
     what :meth:`commit` is given (as the group's own consumer would)."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str):
+    def __init__(self, bootstrap: str, group: str, topic: str | list[str]):
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                                   "auto.offset.reset": "latest", "log_level": 3, "session.timeout.ms": 30000})
         self.lock = threading.Lock()
         assigned = threading.Event()
-        self.consumer.subscribe([topic], on_assign=lambda c, parts: assigned.set())
+        topics = [topic] if isinstance(topic, str) else list(topic)
+        self.consumer.subscribe(topics, on_assign=lambda c, parts: assigned.set())
         wait_for(lambda: self.consumer.poll(0.2) is None and assigned.is_set(), timeout=30, what="assignment")
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._poll, daemon=True)

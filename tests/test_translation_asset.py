@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import threading
+import re
 import time
 import uuid
 from datetime import datetime, timezone
@@ -24,6 +24,7 @@ from offset_pipeline.storage.translations import (
 )
 from offset_pipeline.translation import Anchor, TranslationStatus, parse_decision_log_line
 from tests.conftest import wait_for
+from tests.test_standby_group_io import Member
 
 pytestmark = pytest.mark.kafka
 
@@ -56,44 +57,38 @@ def log_end(bootstrap: str, topic: str, partition: int) -> int:
         consumer.close()
 
 
-def test_translations_for_a_two_way_topic_satisfy_no_loss(kafka_pair, session_mirrors, chdb_dsn, topic_name):
+@pytest.fixture
+def mirrored_topic(kafka_pair, session_mirrors, topic_name):
+    """A two-way topic: both clusters produce, the session mirrors copy both ways. Returns
+    (topic, records per partition on each cluster)."""
     topic = kafka_pair.create_topic(topic_name, partitions=PARTITIONS)
-    b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
-    producers = {"idc1": Producer({"bootstrap.servers": b1, "log_level": 3}),
-                 "idc2": Producer({"bootstrap.servers": b2, "log_level": 3})}
     produced = 0
-    for round_ in range(4):  # interleave so each side's log holds copies of the other's records
-        for cluster, producer in producers.items():
+    for round_ in range(4):  # interleaved, so each side holds copies of the other's records
+        for cluster in ("idc1", "idc2"):
+            producer = Producer({"bootstrap.servers": kafka_pair.bootstrap(cluster), "log_level": 3})
             for p in range(PARTITIONS):
                 for i in range(5):
                     producer.produce(topic, value=f"{cluster}-{round_}-{p}-{i}".encode(), partition=p)
                     produced += 1
             producer.flush(30)
     per_partition = produced // PARTITIONS
-    for bootstrap in (b1, b2):
+    for cluster in ("idc1", "idc2"):
         for p in range(PARTITIONS):
-            wait_for(lambda: log_end(bootstrap, topic, p) >= per_partition, timeout=60, what=f"mirrored {topic}[{p}]")
+            wait_for(lambda: log_end(kafka_pair.bootstrap(cluster), topic, p) >= per_partition, timeout=60,
+                     what=f"mirrored {topic}[{p}] on {cluster}")
+    return topic, per_partition
 
-    # The group is a member on idc1 (its active cluster) for the whole materialization.
-    group = f"translate-{uuid.uuid4().hex[:8]} \"quoted\" ü"
-    idc1_values = {p: read_values(b1, topic, p, per_partition) for p in range(PARTITIONS)}
-    committed = {p: per_partition - 7 for p in range(PARTITIONS)}
-    member = Consumer({"bootstrap.servers": b1, "group.id": group, "enable.auto.commit": False,
-                       "auto.offset.reset": "latest", "log_level": 3, "session.timeout.ms": 30000})
-    assigned = threading.Event()
-    member.subscribe([topic], on_assign=lambda c, parts: assigned.set())
-    stop = threading.Event()
-    wait_for(lambda: member.poll(0.2) is None and assigned.is_set(), timeout=30, what="group assignment on idc1")
-    member.commit(offsets=[TopicPartition(topic, p, c) for p, c in committed.items()], asynchronous=False)
 
-    def keep_polling():
-        while not stop.is_set():
-            member.poll(0.2)
-
-    poller = threading.Thread(target=keep_polling, daemon=True)
-    poller.start()
+def translate_with_member(kafka_pair, chdb_dsn, group: str, topics, commits: dict, topic_shapes: dict,
+                          group_include: str | None = None) -> dg.ExecuteInProcessResult:
+    """offset_snapshot + offset_translations materialized while ``group`` is a live member on idc1
+    (its active cluster) that committed ``commits`` ({topic: {partition: offset}})."""
+    b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    member = Member(b1, group, topics)
     try:
-        result = dg.materialize(
+        for topic, offsets in commits.items():
+            member.commit(topic, offsets)
+        return dg.materialize(
             [offset_snapshot, offset_translations],
             resources={
                 "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=b1),
@@ -102,14 +97,26 @@ def test_translations_for_a_two_way_topic_satisfy_no_loss(kafka_pair, session_mi
                 "spark": SparkResource(),
             },
             run_config={"ops": {
-                "offset_snapshot": {"config": {"group_include": "^translate-" + group.split(" ")[0][len("translate-"):]}},
-                "offset_translations": {"config": {"topic_shapes": {topic: "two_way"}}},
+                "offset_snapshot": {"config": {"group_include": group_include or f"^{re.escape(group)}$"}},
+                "offset_translations": {"config": {"topic_shapes": topic_shapes}},
             }},
         )
     finally:
-        stop.set()
-        poller.join(timeout=10)
         member.close()
+
+
+def test_translations_for_a_two_way_topic_satisfy_no_loss(kafka_pair, chdb_dsn, mirrored_topic):
+    topic, per_partition = mirrored_topic
+    b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+
+    # The group is a member on idc1 (its active cluster) for the whole materialization.
+    group = f"translate-{uuid.uuid4().hex[:8]} \"quoted\" ü"
+    idc1_values = {p: read_values(b1, topic, p, per_partition) for p in range(PARTITIONS)}
+    committed = {p: per_partition - 7 for p in range(PARTITIONS)}
+    result = translate_with_member(
+        kafka_pair, chdb_dsn, group, topic, {topic: committed}, {topic: "two_way"},
+        group_include="^translate-" + group.split(" ")[0][len("translate-"):],
+    )
     assert result.success
     metadata = result.asset_materializations_for_node("offset_translations")[0].metadata
     assert metadata["group_partitions"].value == PARTITIONS
@@ -192,38 +199,7 @@ def test_log_append_time_on_the_standby_is_read_from_the_topic_config(kafka_pair
     assert producer.flush(30) == 0
     wait_for(lambda: log_end(b2, topic, 0) >= 30, timeout=60, what=f"mirrored {topic}")
     group = f"lat-{uuid.uuid4().hex[:8]}"
-    member = Consumer({"bootstrap.servers": b1, "group.id": group, "enable.auto.commit": False,
-                       "auto.offset.reset": "latest", "log_level": 3, "session.timeout.ms": 30000})
-    assigned = threading.Event()
-    member.subscribe([topic], on_assign=lambda c, parts: assigned.set())
-    wait_for(lambda: member.poll(0.2) is None and assigned.is_set(), timeout=30, what="group assignment on idc1")
-    member.commit(offsets=[TopicPartition(topic, 0, 12)], asynchronous=False)
-    stop = threading.Event()
-
-    def keep_polling():  # stay a member (the direction) for the whole materialization
-        while not stop.is_set():
-            member.poll(0.2)
-
-    poller = threading.Thread(target=keep_polling, daemon=True)
-    poller.start()
-    try:
-        result = dg.materialize(
-            [offset_snapshot, offset_translations],
-            resources={
-                "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=b1),
-                "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=b2),
-                "clickhouse": ClickHouseResource(dsn=chdb_dsn),
-                "spark": SparkResource(),
-            },
-            run_config={"ops": {
-                "offset_snapshot": {"config": {"group_include": f"^{group}$"}},
-                "offset_translations": {"config": {"topic_shapes": {topic: "one_way:idc1"}}},
-            }},
-        )
-    finally:
-        stop.set()
-        poller.join(timeout=10)
-        member.close()
+    result = translate_with_member(kafka_pair, chdb_dsn, group, topic, {topic: {0: 12}}, {topic: "one_way:idc1"})
     assert result.success
     snapshot_meta = result.asset_materializations_for_node("offset_snapshot")[0].metadata
     assert snapshot_meta["log_append_time_topics"].value == [f"idc2:{topic}"]
@@ -258,38 +234,8 @@ def test_unconfigured_topics_get_their_shape_from_origin_headers(kafka_pair, ses
     wait_for(lambda: log_end(b2, one_way, 0) >= 30, timeout=60, what=f"mirrored {one_way}")
 
     group = f"shape-{uuid.uuid4().hex[:8]}"
-    member = Consumer({"bootstrap.servers": b1, "group.id": group, "enable.auto.commit": False,
-                       "auto.offset.reset": "latest", "log_level": 3, "session.timeout.ms": 30000})
-    assigned = threading.Event()
-    member.subscribe([one_way, two_way], on_assign=lambda c, parts: assigned.set())
-    wait_for(lambda: member.poll(0.2) is None and assigned.is_set(), timeout=30, what="group assignment on idc1")
-    member.commit(offsets=[TopicPartition(one_way, 0, 12), TopicPartition(two_way, 0, 50)], asynchronous=False)
-    stop = threading.Event()
-
-    def keep_polling():
-        while not stop.is_set():
-            member.poll(0.2)
-
-    poller = threading.Thread(target=keep_polling, daemon=True)
-    poller.start()
-    try:
-        result = dg.materialize(
-            [offset_snapshot, offset_translations],
-            resources={
-                "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=b1),
-                "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=b2),
-                "clickhouse": ClickHouseResource(dsn=chdb_dsn),
-                "spark": SparkResource(),
-            },
-            run_config={"ops": {
-                "offset_snapshot": {"config": {"group_include": f"^{group}$"}},
-                "offset_translations": {"config": {"topic_shapes": {}}},
-            }},
-        )
-    finally:
-        stop.set()
-        poller.join(timeout=10)
-        member.close()
+    result = translate_with_member(kafka_pair, chdb_dsn, group, [one_way, two_way],
+                                   {one_way: {0: 12}, two_way: {0: 50}}, {})
     assert result.success
     metadata = result.asset_materializations_for_node("offset_translations")[0].metadata
     assert metadata["shapes_detected"].value == {one_way: "one_way:idc1", two_way: "two_way"}
