@@ -4,11 +4,12 @@ No Kafka, Spark or Dagster imports here: plain Python, so the rules can be teste
 against the pure two-cluster model in :mod:`offset_pipeline.translation.model`.
 """
 
-from .caught_up import caught_up_problem, translate_caught_up
+from .caught_up import caught_up_problem, kept_point_problem, translate_caught_up, translate_kept_caught_up
 from .direction import DirectionBasis, DirectionDecision, GroupSideFacts, decide_direction
 from .facts import (
     DEFAULT_STALE_WINDOW_S,
     CaughtUpFacts,
+    CaughtUpPoint,
     PartitionFacts,
     RecordFact,
     TimestampFacts,
@@ -42,6 +43,7 @@ from .translate import (
 __all__ = [
     "Anchor",
     "CaughtUpFacts",
+    "CaughtUpPoint",
     "CopiedFrom",
     "DEFAULT_STALE_WINDOW_S",
     "DirectionBasis",
@@ -67,6 +69,7 @@ __all__ = [
     "TranslationResult",
     "TranslationStatus",
     "caught_up_problem",
+    "kept_point_problem",
     "check_no_loss",
     "decide_direction",
     "decide_shape",
@@ -79,6 +82,7 @@ __all__ = [
     "translate_by_header_anchor",
     "translate_by_timestamp",
     "translate_caught_up",
+    "translate_kept_caught_up",
     "translate_partition",
     "untranslatable",
 ]

@@ -99,6 +99,31 @@ class CaughtUpFacts:
     standby_to_active_mirror_position: int | None
     active_to_standby_mirror_position: int | None = None
     window_s: float = DEFAULT_STALE_WINDOW_S
+    # Offsets are not dense (DESIGN.md §2): a transactional topic ends with a commit marker, which
+    # no consumer is handed, so a group (or a mirror) that read everything can stop one offset short
+    # of the log end. Each flag says the gap up to the log end was read (read_committed) and holds
+    # no real record: [c, active log end), [B->A position, standby log end), [A->B position, active
+    # log end). Then the group (or mirror) has read every real record, as if at the log end.
+    no_record_from_committed: bool = False
+    no_record_from_standby_mirror_position: bool = False
+    no_record_from_active_mirror_position: bool = False
+
+
+@dataclass(frozen=True)
+class CaughtUpPoint:
+    """A fast-forward applied earlier (DESIGN.md §4.3), kept like an anchor: when it was verified,
+    the group's committed offset on ``active`` was ``active_offset`` and every record of
+    ``standby`` below ``standby_offset`` had its copy on ``active`` below it. Logs only grow, so
+    that stays true; the point translates ``c == active_offset`` to ``t = standby_offset`` exactly
+    (every record of the standby from ``standby_offset`` on arrived after the fast-forward)."""
+
+    active: str
+    standby: str
+    active_offset: int
+    standby_offset: int
+
+    def __str__(self) -> str:
+        return f"{self.active}:{self.active_offset}=>{self.standby}:{self.standby_offset}"
 
 
 @dataclass(frozen=True)
@@ -123,6 +148,7 @@ class PartitionFacts:
     kept_anchor: Anchor | None = None
     timestamp: TimestampFacts | None = None
     caught_up: CaughtUpFacts | None = None
+    kept_caught_up: CaughtUpPoint | None = None  # the newest fast-forward applied for this group-partition
     standby_topic_exists: bool = True
     active_partition_count: int | None = None
     standby_partition_count: int | None = None

@@ -41,7 +41,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from .facts import CaughtUpFacts, PartitionFacts, RecordFact, TimestampFacts, TimestampType
+from .facts import CaughtUpFacts, CaughtUpPoint, PartitionFacts, RecordFact, TimestampFacts, TimestampType
 from .headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER, origin_headers, parse_origin
 from .result import Anchor, TranslationResult
 from .shape import HeaderObservation, TopicShape, decide_shape
@@ -344,6 +344,7 @@ class TwoClusterModel:
         with_timestamp: bool = True,
         with_caught_up: bool = True,
         caught_up_window_s: float = 600.0,
+        kept_caught_up: CaughtUpPoint | None = None,
     ) -> PartitionFacts:
         """The facts the I/O layer would read for committed offset ``committed``."""
         active = active or self.active
@@ -371,11 +372,16 @@ class TwoClusterModel:
         caught_up = None
         if with_caught_up:
             stable_ms = self.clock - max(self.last_end_change[active], self.last_end_change[standby])
+            to_active, to_standby = self.mirror_position[(standby, active)], self.mirror_position[(active, standby)]
+            # as the fast-forward job: the gaps up to the log ends read, read_committed
             caught_up = CaughtUpFacts(
                 logs_stable_for_s=stable_ms / 1000.0,
-                standby_to_active_mirror_position=self.mirror_position[(standby, active)],
-                active_to_standby_mirror_position=self.mirror_position[(active, standby)],
+                standby_to_active_mirror_position=to_active,
+                active_to_standby_mirror_position=to_standby,
                 window_s=caught_up_window_s,
+                no_record_from_committed=committed is not None and A.first_real_at_or_after(committed) is None,
+                no_record_from_standby_mirror_position=B.first_real_at_or_after(to_active) is None,
+                no_record_from_active_mirror_position=A.first_real_at_or_after(to_standby) is None,
             )
         return PartitionFacts(
             group_id=group_id, topic=topic, partition=partition, active=active, standby=standby,
@@ -383,6 +389,7 @@ class TwoClusterModel:
             standby_log_start=B.log_start, standby_log_end=B.end, standby_committed=standby_committed,
             standby_timestamp_type=B.timestamp_type, shape=shape, record_at_or_after=at,
             records_below=tuple(below or ()), kept_anchor=kept_anchor, timestamp=timestamp, caught_up=caught_up,
+            kept_caught_up=kept_caught_up,
         )
 
 
@@ -546,6 +553,7 @@ class Trial:
     model: TwoClusterModel = field(init=False)
     c: int = 0
     kept: Anchor | None = None
+    kept_point: CaughtUpPoint | None = None  # the last fast-forward committed, as the sync cycle keeps it
     commit_t: int | None = None
     commit_c: int | None = None
     commit_label: tuple[str, str] = ("none", "none")
@@ -605,9 +613,12 @@ class Trial:
         """One cycle: facts, translation, anchor kept, commit rule, loss checked at once."""
         m, cfg = self.model, self.config
         c = self.c if c is None else c
+        # With caught-up facts, every other cycle is a fast-forward job's (live facts) and the others
+        # are sync cycles, which only have the fast-forward point kept from the last one committed.
+        live = cfg.caught_up_facts and len(self.cycles) % 2 == 0
         facts = m.partition_facts(
             c, window=cfg.window, refine_window=cfg.refine_window, kept_anchor=self.kept, shape=self.shape(),
-            standby_committed=self.commit_t, with_caught_up=cfg.caught_up_facts,
+            standby_committed=self.commit_t, with_caught_up=live, kept_caught_up=None if live else self.kept_point,
         )
         result = translate_partition(facts)
         check_no_loss(facts, result)
@@ -623,6 +634,8 @@ class Trial:
             elif t > self.commit_t:  # never backwards unless the group was reset backwards
                 self.commit_t, self.commit_label = t, label
             self.commit_c = c
+            if live and result.strategy is not None and result.strategy.value == "caught_up" and self.commit_t == t:
+                self.kept_point = CaughtUpPoint(cfg.active, cfg.standby, c, t)
         elif self.commit_t is not None and self.commit_c is not None and c < self.commit_c:
             # Reset below the last synced point and nothing newer known: rewind to the start.
             self.commit_t, self.commit_c = m.logs[cfg.standby].log_start, c

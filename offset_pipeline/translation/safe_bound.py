@@ -24,7 +24,8 @@ The bound is the highest of these proofs (DESIGN.md §2-§4), each one NO-LOSS o
   copy of the searched record, which is what keeps a mirror that redelivers (at-least-once) safe
   too: a second copy of a processed record can sit after the copy of an unprocessed one, and the
   window then reads that unprocessed copy first, so the known-loss cap below applies.
-* **Caught up (DESIGN.md §4.3).** B's log end, when :func:`caught_up_problem` is None.
+* **Caught up (DESIGN.md §4.3).** B's log end, when :func:`caught_up_problem` is None; a kept
+  fast-forward point's ``t`` when ``c`` is still its ``active_offset`` (:func:`kept_point_problem`).
 
 Invariants (tested in tests/translation/test_safe_bound.py, table-driven and with hypothesis over
 the two-cluster model):
@@ -51,7 +52,7 @@ guard refuses it.
 
 from __future__ import annotations
 
-from .caught_up import caught_up_problem
+from .caught_up import caught_up_problem, kept_point_problem
 from .facts import PartitionFacts, RecordFact, TimestampType
 from .translate import _precheck
 
@@ -125,6 +126,8 @@ def safe_standby_bound(facts: PartitionFacts) -> int | None:
     proofs = _lemma_1(facts, c) + _lemma_3(facts, c, known)
     if facts.caught_up is not None and caught_up_problem(facts) is None:
         proofs.append(facts.standby_log_end)
+    if facts.kept_caught_up is not None and kept_point_problem(facts) is None:
+        proofs.append(facts.kept_caught_up.standby_offset)
     if not proofs:
         return None
     bound = min(max(proofs), facts.standby_log_end)

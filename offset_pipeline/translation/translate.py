@@ -27,7 +27,7 @@ import dataclasses
 import json
 import re
 
-from .caught_up import caught_up_problem, translate_caught_up
+from .caught_up import caught_up_backs, caught_up_translation
 from .facts import PartitionFacts, TimestampType
 from .header_anchor import translate_by_header_anchor
 from .result import Strategy, TranslationResult, TranslationStatus, untranslatable
@@ -94,7 +94,7 @@ def translate_partition(facts: PartitionFacts) -> TranslationResult:
         tried.append(timestamp)
         if timestamp.translated:
             primary = timestamp
-    caught = translate_caught_up(facts) if facts.caught_up is not None else None
+    caught = caught_up_translation(facts)
     if caught is not None:
         tried.append(caught)
 
@@ -124,7 +124,7 @@ def translate_partition(facts: PartitionFacts) -> TranslationResult:
     else:
         parts.append(f"timestamp: not for shape {facts.shape.value} with {facts.active} active")
     if caught is not None:
-        parts.append(f"caught-up: {caught_up_problem(facts)}")
+        parts.append(f"caught-up: {caught.reason.removeprefix('caught-up rule does not apply: ')}")
     return untranslatable(
         facts.group_id, facts.topic, facts.partition, status, "; ".join(parts), active=facts.active,
         standby=facts.standby, committed=facts.committed, standby_committed=facts.standby_committed,
@@ -264,9 +264,9 @@ def check_no_loss(facts: PartitionFacts, result: TranslationResult) -> None:
         if facts.standby_timestamp_type is not TimestampType.CREATE_TIME:
             problems.append("timestamp search with LogAppendTime on the standby")
     elif result.strategy is Strategy.CAUGHT_UP:
-        why = caught_up_problem(facts)
-        if why is not None or t != facts.standby_log_end:
-            problems.append(f"caught-up result without its conditions: {why or f't={t} is not the standby log end'}")
+        why = caught_up_backs(facts, t)
+        if why is not None:
+            problems.append(f"caught-up result without its conditions: {why}")
 
     if c is not None and facts.timestamp is not None:
         known = list(facts.timestamp.standby_records)
