@@ -21,6 +21,7 @@ from typing import Any
 
 from offset_pipeline.translation import (
     Anchor,
+    CaughtUpPoint,
     ShapeKind,
     ShapeSource,
     TimestampType,
@@ -40,7 +41,7 @@ WORK_SCHEMA = (
     "committed long, standby_committed long, "
     "active_log_start long, active_log_end long, standby_log_start long, standby_log_end long, "
     "anchor_active_offset long, anchor_standby_offset long, shape string, standby_timestamp_type string, "
-    "shape_source string"
+    "shape_source string, ff_active_offset long, ff_standby_offset long"
 )
 
 #: Output columns: the ``offset_translations`` columns, plus the anchor to keep and the decision line.
@@ -159,7 +160,7 @@ def translate_partition_rows(
     inputs = [
         GroupPartitionInput(
             group_id=r["group_id"], committed=_int(r["committed"]), standby_committed=_int(r["standby_committed"]),
-            kept_anchor=_kept_anchor(r, active, standby),
+            kept_anchor=_kept_anchor(r, active, standby), kept_caught_up=_kept_point(r, active, standby),
         )
         for r in rows
     ]
@@ -188,6 +189,11 @@ def translate_partition_rows(
             )
         out.append(result_row(result, snapshot_id, cycle_time_ms, safe_bound=bound))
     return out
+
+
+def _kept_point(row: dict[str, Any], active: str, standby: str) -> CaughtUpPoint | None:
+    a, s = _int(row.get("ff_active_offset")), _int(row.get("ff_standby_offset"))
+    return CaughtUpPoint(active, standby, a, s) if a is not None and s is not None else None
 
 
 def _kept_anchor(row: dict[str, Any], active: str, standby: str) -> Anchor | None:

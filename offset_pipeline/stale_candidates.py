@@ -12,13 +12,15 @@ standby B) is a candidate when
 3. neither log end moved for ``window_s``, judged from snapshots that cover the whole window;
 4. both mirrors have caught up: the B->A mirror's position on B is at B's log end (so every record of
    B is on A too, below ``c``), and the A->B mirror's position on A at A's log end (so no processed
-   record of A is still to arrive on B: zero duplicates).
+   record of A is still to arrive on B: zero duplicates) -- each within ``marker_slack`` too: a
+   mirror that writes its copies in transactions leaves a commit marker after its last copy, and
+   a mirror never reads a marker (the job reads the gap and proceeds only when it holds no record).
 
 Every other group-partition gets a named rejection with a detail. The sensor's view may be old: the
 job re-checks every condition against live Kafka (``translation/caught_up.py``) before committing.
 
 Invariants (tests/test_stale_candidates.py): a candidate satisfies all four conditions; a log end
-that moved inside the window, a lag above the slack or a mirror behind is never a candidate; the run
+that moved inside the window, a lag or a mirror position more than the slack behind a log end is never a candidate; the run
 key is the same for the same group-partition and log ends, and differs when a log end moves.
 """
 
@@ -115,7 +117,7 @@ def classify(history: PartitionHistory, now_ms: int, *, window_s: float = 600.0,
                                    (h.active, h.active_mirror_position, newest.active_end)):
         if position is None:
             return reject(Rejection.MIRROR_UNKNOWN, f"the mirror reading {cluster} has no known position", stable_s)
-        if position < end:
+        if end - position > marker_slack:
             return reject(Rejection.MIRROR_BEHIND, f"the mirror reading {cluster} is at {position}, behind its log end {end}",
                           stable_s)
     return StaleVerdict(h, None, f"stable {stable_s:.0f}s, lag {lag}, mirrors caught up: fast-forward {h.standby} "

@@ -25,6 +25,7 @@ from typing import Any
 
 from offset_pipeline.translation import (
     Anchor,
+    CaughtUpPoint,
     DirectionDecision,
     GroupSideFacts,
     TranslationResult,
@@ -79,11 +80,14 @@ def build_work(
     clusters: tuple[str, str],
     history: DirectionHistory = DirectionHistory(),
     detected_shapes: Mapping[str, str] | None = None,
+    caught_up_points: Mapping[tuple[str, str, int, str, str], CaughtUpPoint] | None = None,
 ) -> CycleWork:
     """``snapshot_rows``: tuples in :data:`SNAPSHOT_COLUMNS` order (one per cluster, group, partition).
     ``shapes``: configured shapes; ``detected_shapes``: shapes detected from origin headers, used for
-    topics without a configured one (a configured shape always wins)."""
+    topics without a configured one (a configured shape always wins). ``caught_up_points``: the
+    newest fast-forward applied per (group, topic, partition, active, standby)."""
     detected_shapes = detected_shapes or {}
+    caught_up_points = caught_up_points or {}
     by_group: dict[str, dict] = {}
     for cluster, group_id, members, topic, partition, committed, present, log_start, log_end, ts_type in snapshot_rows:
         if cluster not in clusters:
@@ -120,14 +124,17 @@ def build_work(
             if not decision.decided:
                 undecided.append(decision.result_for(topic, partition))
                 continue
-            work.append(_work_row(group_id, topic, partition, decision, side, shapes, detected_shapes, anchors))
+            work.append(_work_row(group_id, topic, partition, decision, side, shapes, detected_shapes, anchors,
+                                  caught_up_points))
     return CycleWork(work, undecided, directions)
 
 
-def _work_row(group_id, topic, partition, decision, side, shapes, detected_shapes, anchors) -> dict[str, Any]:
+def _work_row(group_id, topic, partition, decision, side, shapes, detected_shapes, anchors,
+              caught_up_points) -> dict[str, Any]:
     active, standby = decision.active, decision.standby
     a, s = side.get(active, {}), side.get(standby, {})
     anchor = anchors.get((group_id, topic, partition, active, standby))
+    point = caught_up_points.get((group_id, topic, partition, active, standby))
 
     def logged(facts: dict, key: str):
         return facts.get(key) if facts.get("present") else None
@@ -142,4 +149,6 @@ def _work_row(group_id, topic, partition, decision, side, shapes, detected_shape
         "shape": shapes[topic] if topic in shapes else detected_shapes.get(topic, ""),
         "shape_source": "configured" if topic in shapes else ("detected" if topic in detected_shapes else ""),
         "standby_timestamp_type": logged(s, "timestamp_type"),
+        "ff_active_offset": point.active_offset if point else None,
+        "ff_standby_offset": point.standby_offset if point else None,
     }

@@ -36,8 +36,9 @@ CASES = [
                                                    LogEnds(NOW, 50, 45))}, Rejection.RECEIVING_DATA),
     ("stable, but snapshots cover 5 minutes", {"points": (LogEnds(NOW - 300_000, 50, 45), LogEnds(NOW, 50, 45))},
      Rejection.SHORT_HISTORY),
-    ("the standby->active mirror behind", {"standby_mirror_position": 44}, Rejection.MIRROR_BEHIND),
-    ("the active->standby mirror behind", {"active_mirror_position": 49}, Rejection.MIRROR_BEHIND),
+    ("the standby->active mirror behind", {"standby_mirror_position": 43}, Rejection.MIRROR_BEHIND),
+    ("the active->standby mirror behind", {"active_mirror_position": 48}, Rejection.MIRROR_BEHIND),
+    ("a mirror one short: its last transaction's marker", {"standby_mirror_position": 44}, None),
     ("a mirror position unknown", {"standby_mirror_position": None}, Rejection.MIRROR_UNKNOWN),
 ]
 
@@ -83,4 +84,4 @@ def test_a_candidate_meets_every_condition(raw, c, g, pos_a, pos_b):
         assert min(p.time_ms for p in points) <= NOW - WINDOW_S * 1000
         assert 0 <= newest.active_end - c <= 1
         assert g is None or g < newest.standby_end
-        assert pos_a >= newest.active_end and pos_b >= newest.standby_end
+        assert pos_a >= newest.active_end - 1 and pos_b >= newest.standby_end - 1

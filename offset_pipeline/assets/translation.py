@@ -23,7 +23,7 @@ from offset_pipeline.resources.spark import SparkResource
 from offset_pipeline.spark_translation import RESULT_COLUMNS, result_row, translate_groups, work_dataframe
 from offset_pipeline.settings import topic_shapes
 from offset_pipeline.shape_step import ShapeSettings, ShapeStep, sample_and_detect
-from offset_pipeline.storage import snapshots, translations
+from offset_pipeline.storage import fast_forwards, snapshots, translations
 from offset_pipeline.storage.history import direction_history
 from offset_pipeline.sync_work import SNAPSHOT_COLUMNS, build_work
 from offset_pipeline.translation.translate import quote_log_text
@@ -69,6 +69,8 @@ def offset_translations(
     translations.ensure_tables(client)
     snapshot_rows = client.query(_SNAPSHOT_QUERY, parameters={"sid": snapshot_id}).result_rows
     anchors = translations.latest_anchors(client)
+    fast_forwards.ensure_table(client)
+    points = fast_forwards.latest_points(client)  # kept fast-forwards (stale partitions, issue 5)
     clusters = (idc1.cluster_name, idc2.cluster_name)
     history = direction_history(client, snapshot_id)
     confs = {r.cluster_name: r.client_config() for r in (idc1, idc2)}
@@ -81,7 +83,8 @@ def offset_translations(
         )
         for error in shape_step.errors:
             context.log.warning(f"offset-sync shape sample failed: {error}")
-    cycle = build_work(snapshot_rows, dict(config.topic_shapes), anchors, clusters, history, shape_step.detected())
+    cycle = build_work(snapshot_rows, dict(config.topic_shapes), anchors, clusters, history, shape_step.detected(),
+                       caught_up_points=points)
     work, undecided = cycle.work, cycle.undecided
 
     rows = [result_row(r, snapshot_id, cycle_time_ms) for r in undecided]

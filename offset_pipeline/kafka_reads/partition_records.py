@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from offset_pipeline.kafka_reads.consumer_pool import ConsumerPool
-from offset_pipeline.translation.facts import PartitionFacts, RecordFact, TimestampFacts, TimestampType
+from offset_pipeline.translation.facts import CaughtUpPoint, PartitionFacts, RecordFact, TimestampFacts, TimestampType
 from offset_pipeline.translation.result import Anchor
 from offset_pipeline.translation.shape import TopicShape
 
@@ -88,6 +88,7 @@ class GroupPartitionInput:
     committed: int | None  # c on the active cluster
     standby_committed: int | None = None
     kept_anchor: Anchor | None = None
+    kept_caught_up: CaughtUpPoint | None = None  # the newest fast-forward applied (stale partitions)
 
 
 @dataclass(frozen=True)
@@ -412,6 +413,7 @@ def _read(
             standby_log_start=standby_log_start, standby_log_end=standby_log_end,
             standby_committed=g.standby_committed, standby_timestamp_type=standby_timestamp_type, shape=shape,
             record_at_or_after=at, records_below=below, kept_anchor=g.kept_anchor, standby_topic_exists=exists,
+            kept_caught_up=g.kept_caught_up,
             active_partition_count=logs.active_partition_count, standby_partition_count=standby_count,
         )
 

@@ -1,0 +1,129 @@
+"""The ``offset_fast_forwards`` table: every group-partition a fast-forward run looked at, append-only.
+
+One row per group-partition and run (``run_id``), whatever happened: fast-forwarded, dry run,
+already there (``unchanged``), left alone because a live re-check failed (``rejection`` names the
+condition: ``receiving_data``, ``group_has_lag``, ``mirror_behind``, ...), refused by the commit
+rules, or failed. It keeps the live facts the decision rested on (log ends as the sensor saw them
+and as re-read, ``c``, both mirrors' positions, how long the logs were quiet), so every decision can
+be audited later. The newest applied row of a group-partition and direction is the **kept point**
+the sync cycle translates with (``translation/caught_up.py``: :class:`CaughtUpPoint`).
+
+Inserts use clickhouse-connect's column binding; queries are parameterized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import astuple, dataclass, fields
+from datetime import datetime, timezone
+
+from offset_pipeline.translation import CaughtUpPoint
+
+TABLE = "offset_fast_forwards"
+
+DDL = f"""
+CREATE TABLE IF NOT EXISTS {TABLE}
+(
+    run_id                  String,
+    checked_at              DateTime64(3, 'UTC'),
+    group_id                String,
+    topic                   String,
+    partition               UInt32,
+    active                  LowCardinality(String),
+    standby                 LowCardinality(String),
+    outcome                 LowCardinality(String),
+    rejection               LowCardinality(String),
+    decision                LowCardinality(String),
+    reason                  String,
+    committed               Nullable(Int64),
+    expected_active_end     Nullable(Int64),
+    expected_standby_end    Nullable(Int64),
+    active_log_end          Nullable(Int64),
+    standby_log_end         Nullable(Int64),
+    standby_mirror_position Nullable(Int64),
+    active_mirror_position  Nullable(Int64),
+    stable_for_s            Nullable(Float64),
+    previous_offset         Nullable(Int64),
+    new_offset              Nullable(Int64),
+    committed_after         Nullable(Int64),
+    dry_run                 Bool,
+    applied                 Bool,
+    error                   Nullable(String)
+)
+ENGINE = MergeTree
+ORDER BY (group_id, topic, partition, checked_at)
+"""
+
+# Outcomes (stable: stored).
+FAST_FORWARDED = "fast_forwarded"  # the standby offset was moved to the standby log end
+UNCHANGED = "unchanged"  # it was there already
+DRY_RUN = "dry_run"  # would have been moved; dry run
+LEFT_ALONE = "left_alone"  # a live re-check failed: ``rejection`` says which
+REFUSED = "refused"  # the commit rules refused (members on the standby, split brain, ...)
+FAILED = "failed"  # a read or the write failed: ``error``
+
+
+@dataclass(frozen=True)
+class FastForwardRow:
+    run_id: str
+    checked_at_ms: int
+    group_id: str
+    topic: str
+    partition: int
+    active: str
+    standby: str
+    outcome: str
+    rejection: str  # "" unless left alone
+    decision: str  # the commit decision ("" when the commit step was not reached)
+    reason: str
+    committed: int | None
+    expected_active_end: int | None
+    expected_standby_end: int | None
+    active_log_end: int | None
+    standby_log_end: int | None
+    standby_mirror_position: int | None
+    active_mirror_position: int | None
+    stable_for_s: float | None
+    previous_offset: int | None
+    new_offset: int | None
+    committed_after: int | None
+    dry_run: bool
+    applied: bool
+    error: str | None = None
+
+
+COLUMNS = ["checked_at" if f.name == "checked_at_ms" else f.name for f in fields(FastForwardRow)]
+
+
+def ensure_table(client) -> None:
+    client.command(DDL)
+
+
+def insert_rows(client, rows: Iterable[FastForwardRow]) -> int:
+    data = []
+    for row in rows:
+        values = list(astuple(row))
+        values[1] = datetime.fromtimestamp(values[1] / 1000.0, tz=timezone.utc)
+        data.append(values)
+    if data:
+        client.insert(TABLE, data, column_names=COLUMNS)
+    return len(data)
+
+
+PointKey = tuple[str, str, int, str, str]  # group, topic, partition, active, standby
+
+
+def latest_points(client) -> dict[PointKey, CaughtUpPoint]:
+    """Per group-partition and direction, the newest fast-forward that left the standby at its
+    offset (fast-forwarded or already there, not a dry run): the sync cycle's kept point."""
+    rows = client.query(
+        "SELECT group_id, topic, partition, active, standby, argMax(tuple(committed, new_offset), checked_at) "
+        f"FROM {TABLE} WHERE outcome IN {{kept:Array(String)}} AND NOT dry_run "
+        "AND committed IS NOT NULL AND new_offset IS NOT NULL AND committed_after = new_offset "
+        "GROUP BY group_id, topic, partition, active, standby",
+        parameters={"kept": [FAST_FORWARDED, UNCHANGED]},
+    ).result_rows
+    return {
+        (group_id, topic, int(partition), active, standby): CaughtUpPoint(active, standby, int(c), int(t))
+        for group_id, topic, partition, active, standby, (c, t) in rows
+    }
