@@ -14,7 +14,7 @@ from offset_pipeline.storage import snapshots, translations
 from offset_pipeline.storage.history import direction_history, previous_snapshot_id
 from offset_pipeline.storage.snapshots import SnapshotRow
 from offset_pipeline.sync_work import DirectionHistory, build_work
-from offset_pipeline.translation import Anchor, TranslationStatus
+from offset_pipeline.translation import Anchor, CaughtUpPoint, TranslationStatus
 
 CLUSTERS = ("idc1", "idc2")
 G = 'g "q" ü'
@@ -72,18 +72,22 @@ def test_direction_per_group(name, members, committed, hist, expected):
         assert cycle.directions[G].active == expected
 
 
-def test_work_rows_carry_both_sides_the_kept_anchor_and_the_shape():
+def test_work_rows_carry_both_sides_the_kept_anchor_and_point_and_the_shape():
     snapshot = rows(members=(1, 0), committed=({("t", 0): 10, ("t", 1): 3}, {("t", 0): 4}))
     anchors = {(G, "t", 0, "idc1", "idc2"): Anchor("idc1", "idc2", 9, 3)}
-    cycle = build_work(snapshot, {"t": "two_way"}, anchors, CLUSTERS)
+    points = {(G, "t", 0, "idc1", "idc2"): CaughtUpPoint("idc1", "idc2", 10, 20),
+              (G, "t", 1, "idc2", "idc1"): CaughtUpPoint("idc2", "idc1", 3, 5)}  # the other direction: not used
+    cycle = build_work(snapshot, {"t": "two_way"}, anchors, CLUSTERS, caught_up_points=points)
     by_partition = {w["partition"]: w for w in cycle.work}
     assert by_partition[0] | {} == {
         "group_id": G, "topic": "t", "partition": 0, "active": "idc1", "standby": "idc2", "committed": 10,
         "standby_committed": 4, "active_log_start": 0, "active_log_end": 20, "standby_log_start": 0,
         "standby_log_end": 20, "anchor_active_offset": 9, "anchor_standby_offset": 3, "shape": "two_way",
         "standby_timestamp_type": "CreateTime", "shape_source": "configured",
+        "ff_active_offset": 10, "ff_standby_offset": 20,
     }
     assert by_partition[1]["standby_committed"] is None and by_partition[1]["anchor_active_offset"] is None
+    assert (by_partition[1]["ff_active_offset"], by_partition[1]["ff_standby_offset"]) == (None, None)
 
 
 def test_a_configured_shape_wins_over_a_detected_one():
