@@ -9,10 +9,11 @@ from __future__ import annotations
 import dagster as dg
 
 from offset_pipeline.assets import all_assets
-from offset_pipeline.jobs import offset_sync_job
+from offset_pipeline.jobs import offset_fast_forward_job, offset_sync_job
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.sensors import all_sensors
-from offset_pipeline.settings import KafkaSettings, Settings, read_settings
+from offset_pipeline.resources.mirrors import MirrorPositionGroup, MirrorsResource
+from offset_pipeline.settings import KafkaSettings, Settings, mirror_position_groups, read_settings
 
 
 def _secret(env_var: str | None) -> dg.EnvVar | None:
@@ -43,12 +44,13 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
             database=settings.clickhouse.database,
         ),
         "spark": SparkResource(master=settings.spark.master, connect_url=settings.spark.connect_url),
+        "mirrors": MirrorsResource(position_groups=[MirrorPositionGroup(**g) for g in mirror_position_groups()]),
     }
 
 
 defs = dg.Definitions(
     assets=all_assets,
-    jobs=[offset_sync_job],
+    jobs=[offset_sync_job, offset_fast_forward_job],
     sensors=all_sensors,
     resources=build_resources(read_settings()),
 )

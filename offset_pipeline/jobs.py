@@ -16,3 +16,14 @@ offset_sync_job = dg.define_asset_job(
     tags={SYNC_CONCURRENCY_TAG: "cycle"},
     description="One sync cycle: snapshot offsets on both clusters, translate, commit to standbys, monitoring rows.",
 )
+
+offset_fast_forward_job = dg.define_asset_job(
+    "offset_fast_forward",
+    selection=dg.AssetSelection.assets("offset_fast_forwards"),
+    executor_def=dg.in_process_executor,
+    # The same tag as the cycle: a fast-forward never overlaps a sync run (both commit to standby
+    # groups; with the embedded ClickHouse, one process at a time).
+    tags={SYNC_CONCURRENCY_TAG: "fast_forward"},
+    description="Fast-forward one group's quiet low-traffic partitions to the standby log end, re-checked live "
+                "(requested by stale_partition_sensor).",
+)

@@ -143,3 +143,48 @@ def dry_run_default(env: Mapping[str, str] | None = None) -> bool:
     if text.lower() in _FALSE:
         return False
     raise ValueError(f"OFFSET_PIPELINE_DRY_RUN={text!r}: expected one of {', '.join(_TRUE + _FALSE)}")
+
+
+def mirror_position_groups(env: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+    """Where each mirror keeps its source positions (``resources/mirrors.py``).
+
+    ``OFFSET_PIPELINE_MIRROR_POSITIONS="idc1->idc2=idc2:my-mirror-group,idc2->idc1=idc1:other"``:
+    per direction, the cluster holding the positions and the group id (everything after the first
+    ``:``). Unset: the devstack mirror's groups, on each target cluster. A malformed entry fails at
+    load time with the entry named.
+    """
+    text = _get(os.environ if env is None else env, "OFFSET_PIPELINE_MIRROR_POSITIONS")
+    if text is None:
+        return [
+            {"source": s, "target": t, "stored_on": t, "group_id": f"offset-pipeline-mirror.{s}-to-{t}"}
+            for s in CLUSTER_NAMES for t in CLUSTER_NAMES if s != t
+        ]
+    groups = []
+    for entry in text.split(","):
+        if not entry.strip():
+            continue
+        direction, sep, where = entry.strip().partition("=")
+        source, arrow, target = direction.partition("->")
+        stored_on, colon, group_id = where.partition(":")
+        if not (sep and arrow and colon and source.strip() and target.strip() and stored_on.strip() and group_id):
+            raise ValueError(
+                f"OFFSET_PIPELINE_MIRROR_POSITIONS entry {entry!r}: expected SOURCE->TARGET=CLUSTER:GROUP_ID"
+            )
+        groups.append({"source": source.strip(), "target": target.strip(), "stored_on": stored_on.strip(),
+                       "group_id": group_id})
+    return groups
+
+
+def stale_window_s(env: Mapping[str, str] | None = None) -> float:
+    """``OFFSET_PIPELINE_STALE_WINDOW_S``: how long both log ends must not move before a partition is
+    fast-forwarded (DESIGN.md §4.3; default 600). Must be positive."""
+    text = _get(os.environ if env is None else env, "OFFSET_PIPELINE_STALE_WINDOW_S")
+    if text is None:
+        return 600.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(f"OFFSET_PIPELINE_STALE_WINDOW_S={text!r}: expected a positive number of seconds")
+    return value

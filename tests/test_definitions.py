@@ -13,12 +13,12 @@ import pytest
 from offset_pipeline.definitions import build_resources, defs
 from offset_pipeline.devstack.paths import REPO_ROOT
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
-from offset_pipeline.settings import data_dir, default_clickhouse_dsn, read_settings
+from offset_pipeline.settings import data_dir, default_clickhouse_dsn, mirror_position_groups, read_settings, stale_window_s
 
-RESOURCE_KEYS = {"idc1", "idc2", "clickhouse", "spark"}
+RESOURCE_KEYS = {"idc1", "idc2", "clickhouse", "spark", "mirrors"}
 
 
-def test_definitions_are_loadable_with_the_four_resources():
+def test_definitions_are_loadable_with_the_five_resources():
     dg.Definitions.validate_loadable(defs)
     assert set(defs.resources) == RESOURCE_KEYS
     assert isinstance(defs.resources["idc1"], KafkaClusterResource)
@@ -33,6 +33,17 @@ def test_the_sync_cycle_job_runs_snapshot_translations_commits_and_metrics_with_
     assert keys == {"offset_snapshot", "offset_translations", "offset_standby_commits", "offset_sync_metrics"}
     checks = defs.resolve_assets_def("offset_standby_commits").check_keys
     assert {check.name for check in checks} == {"no_loss", "sync_freshness"}
+
+
+def test_the_fast_forward_job_is_apart_from_the_cycle_and_shares_its_concurrency_tag():
+    job = defs.resolve_job_def("offset_fast_forward")
+    assert {key.to_user_string() for key in job.asset_layer.executable_asset_keys} == {"offset_fast_forwards"}
+    assert job.tags.get("offset_pipeline/sync") == "fast_forward"
+    assert {c.name for c in defs.resolve_assets_def("offset_fast_forwards").check_keys} == {"no_loss"}
+    sensor = defs.resolve_sensor_def("stale_partition_sensor")
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING and sensor.job_name == "offset_fast_forward"
+    groups = {(g.source, g.target, g.stored_on, g.group_id) for g in defs.resources["mirrors"].position_groups}
+    assert ("idc1", "idc2", "idc2", "offset-pipeline-mirror.idc1-to-idc2") in groups
 
 
 def _validate_cli(env_overrides: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
@@ -155,3 +166,21 @@ def test_resources_follow_the_environment():
     assert resources["idc2"].bootstrap_servers == "kafka-b:9092"
     assert resources["clickhouse"].dsn == "http://ch:8123"
     assert resources["spark"].conf()["spark.remote"] == "sc://spark:15002"
+
+
+def test_mirror_position_groups_from_the_environment():
+    groups = mirror_position_groups({"OFFSET_PIPELINE_MIRROR_POSITIONS": "idc1->idc2=idc1:mm2:offsets, idc2->idc1=idc2:g"})
+    assert groups == [{"source": "idc1", "target": "idc2", "stored_on": "idc1", "group_id": "mm2:offsets"},
+                      {"source": "idc2", "target": "idc1", "stored_on": "idc2", "group_id": "g"}]
+    assert len(mirror_position_groups({})) == 2
+    for bad in ("idc1=idc2:g", "idc1->idc2=g", "idc1->idc2=idc2:"):
+        with pytest.raises(ValueError, match="OFFSET_PIPELINE_MIRROR_POSITIONS entry"):
+            mirror_position_groups({"OFFSET_PIPELINE_MIRROR_POSITIONS": bad})
+
+
+def test_stale_window_from_the_environment():
+    assert stale_window_s({}) == 600.0
+    assert stale_window_s({"OFFSET_PIPELINE_STALE_WINDOW_S": "20"}) == 20.0
+    for bad in ("0", "-5", "ten"):
+        with pytest.raises(ValueError, match="OFFSET_PIPELINE_STALE_WINDOW_S"):
+            stale_window_s({"OFFSET_PIPELINE_STALE_WINDOW_S": bad})

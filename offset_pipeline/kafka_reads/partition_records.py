@@ -338,6 +338,26 @@ def _topic_metadata(consumer: Consumer, topic: str, timeout_s: float) -> tuple[b
     return True, len(metadata.partitions)
 
 
+def gap_holds_no_record(conf: dict, cluster: str, topic: str, partition: int, start: int, end: int, *,
+                        timeout_s: float = 10.0) -> bool:
+    """Whether ``[start, end)`` of the partition was read (read_committed) completely and holds no
+    real record: only transaction markers or aborted records. For the stale fast-forward
+    (``translation/caught_up.py``): a group or a mirror that stops short of the log end by such a
+    gap has read everything. An open transaction (read stops at its last stable offset) or a
+    timeout answers False: not proven."""
+    if start >= end:
+        return True
+    deadline = time.monotonic() + timeout_s
+    with _Clients(ReadStats(), topic, deadline) as clients:
+        reader = _Reader(clients.get("gap", conf), topic, partition, read_from=cluster, peer=cluster, end=end,
+                         deadline=deadline)
+        try:
+            records, upto = reader.read(start, stop=lambda offsets: bool(offsets))
+        except TimeoutError:
+            return False
+    return not records and upto >= end
+
+
 def read_translation_facts(
     active: str,
     standby: str,

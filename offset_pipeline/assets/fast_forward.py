@@ -1,0 +1,154 @@
+"""``offset_fast_forwards``: fast-forward a quiet low-traffic group's standby offsets (DESIGN.md §4.3).
+
+Launched by ``stale_partition_sensor`` (one run per group, its run key from the group-partitions and
+the log ends the sensor saw) or by hand from the launchpad with the same config. The sensor's view
+may be old, so ``fast_forward_step`` re-reads everything live, re-checks each condition
+(``fast_forward_check``), translates with the caught-up rule and commits through the sync cycle's
+commit step (DESIGN.md §5: no live standby group, never backwards, the safe bound, dry run, ONE
+commit call). Every partition gets a row in ``offset_fast_forwards`` with its outcome and reason
+(left alone ones name the failed condition); partitions left synced also get a monitoring row in
+``offset_sync_metrics`` (strategy ``caught_up``), so Grafana and the sync age show the fast-forward.
+The sync cycle then keeps the point (``storage/fast_forwards.latest_points``).
+
+Runs carry the sync concurrency tag: they never overlap a sync cycle (commits, embedded ClickHouse).
+"""
+
+import time
+from collections import Counter
+
+import dagster as dg
+from pydantic import Field
+
+from offset_pipeline.commit_checks import NO_LOSS_CHECK, evaluate_no_loss
+from offset_pipeline.commit_rules import commit_log_line
+from offset_pipeline.commit_step import CycleContext
+from offset_pipeline.decision_log import write_decision_lines
+from offset_pipeline.fast_forward_check import RequestedPartition
+from offset_pipeline.fast_forward_step import FastForwardRequest, fast_forward_group
+from offset_pipeline.monitoring.metric_rules import CycleFacts, metric_rows
+from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
+from offset_pipeline.resources.mirrors import MirrorsResource
+from offset_pipeline.settings import dry_run_default, stale_window_s
+from offset_pipeline.storage import fast_forwards, metrics
+from offset_pipeline.translation.translate import quote_log_text
+
+FAST_FORWARD_LOG_PREFIX = "offset-sync fast-forward"
+
+
+class RequestedPartitionConfig(dg.Config):
+    topic: str
+    partition: int = Field(ge=0)
+    active_end: int = Field(ge=0, description="the active log end the sensor saw")
+    standby_end: int = Field(ge=0, description="the standby log end the sensor saw")
+    stable_since_ms: int = Field(description="since when (epoch ms) the sensor saw both log ends unmoved")
+
+
+class FastForwardConfig(dg.Config):
+    group_id: str
+    active: str
+    standby: str
+    partitions: list[RequestedPartitionConfig]
+    window_s: float = Field(default_factory=stale_window_s, gt=0)
+    marker_slack: int = Field(default=1, ge=0, le=10)
+    # Default from OFFSET_PIPELINE_DRY_RUN, as the sync cycle's commit step.
+    dry_run: bool = Field(default_factory=dry_run_default)
+    kafka_timeout_s: float = Field(default=10.0, gt=0)
+    lagging_after_s: float = Field(default=120.0, gt=0)  # for the monitoring rows' status
+
+
+def decision_line(row: fast_forwards.FastForwardRow) -> str:
+    """One line per partition, in the decision-log format."""
+    return (
+        f"{FAST_FORWARD_LOG_PREFIX} group={quote_log_text(row.group_id)} topic={quote_log_text(row.topic)} "
+        f"partition={row.partition} {row.active}->{row.standby} outcome={row.outcome} "
+        f"rejection={row.rejection or '-'} c={row.committed} previous={row.previous_offset} new={row.new_offset} "
+        f"reason={quote_log_text(row.reason)}"
+    )
+
+
+@dg.asset(
+    group_name="stale_partitions",
+    kinds={"kafka", "clickhouse"},
+    check_specs=[
+        dg.AssetCheckSpec(
+            NO_LOSS_CHECK, asset="offset_fast_forwards",
+            description="Every standby offset this fast-forward wrote, read back, is at or below its proven safe bound.",
+        ),
+    ],
+)
+def offset_fast_forwards(
+    context: dg.AssetExecutionContext,
+    config: FastForwardConfig,
+    idc1: KafkaClusterResource,
+    idc2: KafkaClusterResource,
+    clickhouse: ClickHouseResource,
+    mirrors: MirrorsResource,
+) -> dg.MaterializeResult:
+    """Standby offsets of quiet, caught-up group-partitions moved to the standby log end, re-checked live."""
+    started = time.monotonic()
+    now_ms = int(time.time() * 1000)
+    request = FastForwardRequest(
+        config.group_id, config.active, config.standby,
+        tuple(RequestedPartition(p.topic, p.partition, p.active_end, p.standby_end, p.stable_since_ms)
+              for p in config.partitions),
+        window_s=config.window_s, marker_slack=config.marker_slack,
+    )
+    clusters = {resource.cluster_name: resource for resource in (idc1, idc2)}
+    cycle = CycleContext(context.run.run_id, now_ms, config.dry_run, config.kafka_timeout_s)
+    outcome = fast_forward_group(request, clusters, mirrors, cycle)
+
+    write_decision_lines([commit_log_line(c) for c in outcome.plan] + [decision_line(r) for r in outcome.rows])
+    client = clickhouse.get_client()
+    fast_forwards.ensure_table(client)
+    metrics.ensure_tables(client)
+    fast_forwards.insert_rows(client, outcome.rows)
+
+    # Monitoring rows for the partitions this run left synced: the sync age restarts here.
+    live = outcome.live.partitions if outcome.live else {}
+    synced = [r for r in outcome.rows if r.outcome in (fast_forwards.FAST_FORWARDED, fast_forwards.UNCHANGED)]
+    facts = [
+        CycleFacts(
+            r.group_id, r.topic, r.partition, r.active, r.standby, r.committed, r.new_offset, "caught_up",
+            "caught_up", r.decision, r.applied, r.committed_after,
+            active_log_end=live[(r.topic, r.partition)].active_log_end,
+            standby_log_end=live[(r.topic, r.partition)].standby_log_end,
+        )
+        for r in synced
+    ]
+    metric_count = 0
+    if facts:
+        previous_d, last_synced = metrics.previous_state(client, [config.group_id], now_ms)
+        metric_count = metrics.insert_rows(
+            client, metric_rows(now_ms, facts, previous_d, last_synced, lagging_after_s=config.lagging_after_s))
+
+    outcomes = Counter(r.outcome for r in outcome.rows)
+    rejections = Counter(r.rejection for r in outcome.rows if r.rejection)
+    for r in outcome.rows:
+        if r.outcome in (fast_forwards.LEFT_ALONE, fast_forwards.REFUSED, fast_forwards.FAILED):
+            context.log.warning(f"{config.group_id!r} {r.topic}[{r.partition}] {r.outcome}: {r.rejection or ''} {r.reason}")
+    context.log.info(
+        f"offset-sync fast-forward {config.group_id!r} {config.active}->{config.standby}: "
+        + ", ".join(f"{k}={v}" for k, v in sorted(outcomes.items()))
+    )
+    table = "\n".join(
+        ["| topic | partition | outcome | rejection | c | previous | new | quiet (s) | reason |",
+         "|---|---|---|---|---|---|---|---|---|"]
+        + [f"| {r.topic.replace('|', chr(92) + '|')} | {r.partition} | {r.outcome} | {r.rejection or '-'} | "
+           f"{r.committed} | {r.previous_offset} | {r.new_offset} | "
+           f"{'-' if r.stable_for_s is None else f'{r.stable_for_s:.0f}'} | {r.reason.replace('|', chr(92) + '|')} |"
+           for r in outcome.rows]
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "group_id": config.group_id,
+            "direction": f"{config.active}->{config.standby}",
+            "dry_run": config.dry_run,
+            "partitions": len(outcome.rows),
+            **{f"outcome_{k}": v for k, v in sorted(outcomes.items())},
+            **{f"rejection_{k}": v for k, v in sorted(rejections.items())},
+            "monitoring_rows": metric_count,
+            "partitions_table": dg.MetadataValue.md(table),
+            "total_seconds": round(time.monotonic() - started, 3),
+        },
+        check_results=[evaluate_no_loss(outcome.commit_rows).to_result()],
+    )

@@ -1,0 +1,50 @@
+"""Where each data mirror keeps its source positions, as a Dagster resource.
+
+The stale-partition sensor and the fast-forward job need to know that a mirror has copied
+everything (DESIGN.md §4.3). A mirror keeps how far it has read its source partitions as the
+committed offsets of a consumer group; which group, on which cluster, depends on the mirror. The
+devstack mirror commits them on its *target* cluster in the transactions of its copies, under
+``offset-pipeline-mirror.<source>-to-<target>`` (the default here; ``OFFSET_PIPELINE_MIRROR_POSITIONS``
+overrides it: ``settings.mirror_position_groups``). A direction without an entry has no known
+position, and its partitions are never fast-forwarded (``mirror_position_unknown``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import dagster as dg
+
+from offset_pipeline.kafka_reads.mirror_positions import read_mirror_positions
+
+
+class MirrorPositionGroup(dg.Config):
+    """The mirror copying ``source`` to ``target`` keeps its positions on ``stored_on`` as ``group_id``."""
+
+    source: str
+    target: str
+    stored_on: str
+    group_id: str
+
+
+class MirrorsResource(dg.ConfigurableResource):
+    """The position groups of the data mirrors, one per direction."""
+
+    position_groups: list[MirrorPositionGroup] = []
+    timeout_s: float = 15.0
+
+    def group_for(self, source: str, target: str) -> MirrorPositionGroup | None:
+        return next((g for g in self.position_groups if (g.source, g.target) == (source, target)), None)
+
+    def positions(
+        self, clusters: Mapping[str, object], source: str, target: str, partitions: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> the ``source``->``target`` mirror's position on ``source`` (absent:
+        unknown). ``clusters``: cluster name -> KafkaClusterResource."""
+        group = self.group_for(source, target)
+        if group is None:
+            return {}
+        if group.stored_on not in clusters:
+            raise ValueError(f"mirror positions of {source}->{target} are on {group.stored_on!r}, which is not a cluster here")
+        conf = clusters[group.stored_on].client_config()
+        return read_mirror_positions(conf, group.group_id, partitions, timeout_s=self.timeout_s)

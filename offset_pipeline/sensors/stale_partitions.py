@@ -1,0 +1,160 @@
+"""``stale_partition_sensor``: finds quiet low-traffic group-partitions and requests their fast-forward.
+
+DESIGN.md §4.3. Each tick, once the sync cycle has written a new snapshot (the JSON cursor keeps the
+newest snapshot time seen, and the last tick's counts):
+
+1. reads the snapshot history of the window from ClickHouse (``storage/stale_history.py``);
+2. classifies every group-partition (``stale_candidates.classify``: committed, standby behind its
+   log end, lag 0 or a trailing marker, both log ends unmoved for the window); those passing every
+   other condition get both mirrors' positions read from Kafka (``resources/mirrors.py``) and are
+   classified again;
+3. requests one ``offset_fast_forward`` run per group and direction with its candidates; the run key
+   is derived from the group, direction, partitions and the log ends seen, so the same quiet state
+   is requested once, and a moved log end makes a new request.
+
+When nothing qualifies, the ``SkipReason`` counts the rejections by name and lists the first ones
+with their reason; every rejection is also logged on the tick. With the embedded ClickHouse
+(chdb: one process at a time) the sensor does not read while a sync or fast-forward run holds it.
+"""
+
+import dataclasses
+import hashlib
+import json
+import time
+from collections import Counter, defaultdict
+
+import dagster as dg
+
+from offset_pipeline.jobs import SYNC_CONCURRENCY_TAG, offset_fast_forward_job
+from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
+from offset_pipeline.resources.mirrors import MirrorsResource
+from offset_pipeline.sensors.sync_cadence import IN_FLIGHT, sync_interval_s
+from offset_pipeline.settings import stale_window_s
+from offset_pipeline.stale_candidates import Rejection, StaleVerdict, classify, skip_reason
+from offset_pipeline.storage import snapshots
+from offset_pipeline.storage.stale_history import partition_histories
+
+LISTED_REJECTIONS = 10  # in the SkipReason; all are logged
+LOGGED_REJECTIONS = 200
+_LOOKBACK_S = 300.0  # history read beyond the window: a snapshot older than the window must be in it
+
+
+def _newest_snapshot_ms(client) -> int | None:
+    rows = client.query(f"SELECT toUnixTimestamp64Milli(max(snapshot_time)), count() FROM {snapshots.TABLE}").result_rows
+    return int(rows[0][0]) if rows and rows[0][1] else None
+
+
+def _with_mirror_positions(verdicts, clusters, mirrors, now_ms, window_s, marker_slack, log):
+    """Re-classify the verdicts that only lack mirror positions, with the positions read from Kafka."""
+    waiting = [v for v in verdicts if v.rejection is Rejection.MIRROR_UNKNOWN]
+    wanted = defaultdict(set)  # (source, target) -> partitions
+    for v in waiting:
+        h = v.history
+        wanted[(h.standby, h.active)].add((h.topic, h.partition))
+        wanted[(h.active, h.standby)].add((h.topic, h.partition))
+    positions = {}
+    for (source, target), partitions in wanted.items():
+        try:
+            positions[(source, target)] = mirrors.positions(clusters, source, target, partitions)
+        except Exception as exc:  # noqa: BLE001 - stays mirror_position_unknown, said on the tick
+            log.warning(f"reading the {source}->{target} mirror positions failed: {type(exc).__name__}: {exc}")
+            positions[(source, target)] = {}
+    out = []
+    for v in verdicts:
+        if v.rejection is not Rejection.MIRROR_UNKNOWN:
+            out.append(v)
+            continue
+        h = v.history
+        tp = (h.topic, h.partition)
+        filled = dataclasses.replace(h, standby_mirror_position=positions[(h.standby, h.active)].get(tp),
+                                     active_mirror_position=positions[(h.active, h.standby)].get(tp))
+        out.append(classify(filled, now_ms, window_s=window_s, marker_slack=marker_slack))
+    return out
+
+
+def group_run_key(verdicts: list[StaleVerdict]) -> str:
+    """One run per group and direction: derived from its partitions' run keys (group, partition, log ends)."""
+    keys = sorted(v.run_key() for v in verdicts)
+    return "fast-forward-" + hashlib.sha256(json.dumps(keys).encode()).hexdigest()[:24]
+
+
+def run_request(verdicts: list[StaleVerdict], now_ms: int, window_s: float, marker_slack: int) -> dg.RunRequest:
+    h = verdicts[0].history
+    partitions = []
+    for v in sorted(verdicts, key=lambda v: (v.history.topic, v.history.partition)):
+        newest = max(v.history.points, key=lambda p: p.time_ms)
+        partitions.append({
+            "topic": v.history.topic, "partition": v.history.partition, "active_end": newest.active_end,
+            "standby_end": newest.standby_end, "stable_since_ms": int(now_ms - (v.stable_for_s or 0.0) * 1000),
+        })
+    config = {"group_id": h.group_id, "active": h.active, "standby": h.standby, "partitions": partitions,
+              "window_s": window_s, "marker_slack": marker_slack}
+    return dg.RunRequest(
+        run_key=group_run_key(verdicts),
+        run_config={"ops": {"offset_fast_forwards": {"config": config}}},
+        tags={"offset_pipeline/fast_forward_partitions": str(len(partitions))},
+    )
+
+
+def evaluate_stale_tick(context, now_ms: int, clickhouse: ClickHouseResource, clusters: dict, mirrors: MirrorsResource,
+                        *, window_s: float, marker_slack: int = 1):
+    """The tick's decision, apart from the decorator so tests can pass the clock and the window."""
+    cursor = json.loads(context.cursor) if context.cursor else {}
+    if clickhouse.embedded:
+        in_flight = context.instance.get_runs(
+            filters=dg.RunsFilter(tags={SYNC_CONCURRENCY_TAG: ["cycle", "fast_forward"]}, statuses=IN_FLIGHT), limit=1)
+        if in_flight:
+            return dg.SkipReason(
+                f"run {in_flight[0].run_id} ({in_flight[0].job_name}) holds the embedded ClickHouse; "
+                "the snapshot history is read on a later tick")
+    client = clickhouse.get_client()
+    snapshots.ensure_table(client)
+    newest = _newest_snapshot_ms(client)
+    if newest is None:
+        return dg.SkipReason("no snapshot yet: the sync cycle (offset_sync_sensor) has not run")
+    if cursor.get("newest_snapshot_ms") == newest:
+        return dg.SkipReason(f"no snapshot since the last tick ({(now_ms - newest) / 1000:.0f}s old); "
+                             f"then: {cursor.get('summary', '-')}")
+    histories = partition_histories(client, int(now_ms - (window_s + max(_LOOKBACK_S, window_s)) * 1000))
+    verdicts = [classify(h, now_ms, window_s=window_s, marker_slack=marker_slack) for h in histories]
+    verdicts = _with_mirror_positions(verdicts, clusters, mirrors, now_ms, window_s, marker_slack, context.log)
+
+    rejected = [v for v in verdicts if not v.candidate]
+    for v in rejected[:LOGGED_REJECTIONS]:
+        h = v.history
+        context.log.info(f"stale-partition rejected group={h.group_id!r} topic={h.topic!r} partition={h.partition} "
+                         f"{h.active}->{h.standby}: {v.rejection.value}: {v.detail}")
+    by_group = defaultdict(list)
+    for v in verdicts:
+        if v.candidate:
+            by_group[(v.history.group_id, v.history.active, v.history.standby)].append(v)
+    counts = Counter(v.rejection.value for v in rejected)
+    summary = f"{sum(map(len, by_group.values()))} candidates in {len(by_group)} groups; " + (
+        ", ".join(f"{n} {r}" for r, n in counts.most_common()) or "nothing rejected")
+    new_cursor = json.dumps({"newest_snapshot_ms": newest, "evaluated_at_ms": now_ms, "summary": summary,
+                             "rejections": dict(counts)})
+    if not by_group:
+        listed = "; ".join(f"{v.history.group_id!r} {v.history.topic}[{v.history.partition}]: {v.rejection.value} "
+                           f"({v.detail})" for v in rejected[:LISTED_REJECTIONS])
+        more = f"; {len(rejected) - LISTED_REJECTIONS} more in the tick's log" if len(rejected) > LISTED_REJECTIONS else ""
+        return dg.SensorResult(skip_reason=dg.SkipReason(skip_reason(verdicts) + (f" -- {listed}{more}" if listed else "")),
+                               cursor=new_cursor)
+    requests = [run_request(vs, now_ms, window_s, marker_slack) for _, vs in sorted(by_group.items())]
+    return dg.SensorResult(run_requests=requests, cursor=new_cursor)
+
+
+@dg.sensor(
+    job=offset_fast_forward_job,
+    minimum_interval_seconds=sync_interval_s(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Finds quiet, caught-up low-traffic group-partitions (DESIGN.md §4.3) and requests their fast-forward.",
+)
+def stale_partition_sensor(
+    context: dg.SensorEvaluationContext,
+    clickhouse: ClickHouseResource,
+    idc1: KafkaClusterResource,
+    idc2: KafkaClusterResource,
+    mirrors: MirrorsResource,
+):
+    clusters = {r.cluster_name: r for r in (idc1, idc2)}
+    return evaluate_stale_tick(context, int(time.time() * 1000), clickhouse, clusters, mirrors, window_s=stale_window_s())
