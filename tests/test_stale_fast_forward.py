@@ -1,0 +1,434 @@
+"""Stale low-traffic partitions on the real clusters (issue 5, DESIGN.md §4.3): the sensor finds them
+from the snapshot history, the fast-forward job re-checks live and commits, a failover afterwards
+loses and repeats nothing, the partitions that must be left alone are, each with its reason, and
+the sync age stays bounded with the sensor and grows without it.
+
+The window is shortened to seconds; sync cycles, sensor ticks and fast-forward runs are executed
+in this process in order, as the daemon would launch them.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+
+import dagster as dg
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from offset_pipeline.assets import (
+    offset_fast_forwards,
+    offset_snapshot,
+    offset_standby_commits,
+    offset_sync_metrics,
+    offset_translations,
+)
+from offset_pipeline.devstack.mirror import DataMirror, MirrorConfig
+from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
+from offset_pipeline.resources.mirrors import MirrorPositionGroup, MirrorsResource
+from offset_pipeline.sensors.stale_partitions import evaluate_stale_tick
+from tests.conftest import wait_for
+from tests.test_commit_asset import decision_lines
+from tests.test_standby_group_io import Member
+
+pytestmark = pytest.mark.kafka
+
+WINDOW_S = 6.0
+
+
+def default_mirrors() -> MirrorsResource:
+    return MirrorsResource(position_groups=[
+        MirrorPositionGroup(source=s, target=t, stored_on=t, group_id=f"offset-pipeline-mirror.{s}-to-{t}")
+        for s, t in (("idc1", "idc2"), ("idc2", "idc1"))
+    ])
+
+
+class StaleStack:
+    """Sync cycles (with monitoring rows), sensor ticks and fast-forward runs for some groups."""
+
+    def __init__(self, kafka_pair, chdb_dsn, groups: list[str], topics: list[str], mirrors: MirrorsResource,
+                 window_s: float = WINDOW_S):
+        self.kafka_pair, self.window_s = kafka_pair, window_s
+        self.groups, self.topics = groups, topics
+        self.clusters = {
+            name: KafkaClusterResource(cluster_name=name, bootstrap_servers=kafka_pair.bootstrap(name))
+            for name in ("idc1", "idc2")
+        }
+        self.clickhouse = ClickHouseResource(dsn=chdb_dsn)
+        self.mirrors = mirrors
+        self.resources = {**self.clusters, "clickhouse": self.clickhouse, "spark": SparkResource(), "mirrors": mirrors}
+        self.instance = dg.DagsterInstance.ephemeral()
+        self.cursor: str | None = None
+        self.lines: list[str] = []
+
+    @property
+    def client(self):
+        return self.clickhouse.get_client()
+
+    def cycle(self) -> dg.ExecuteInProcessResult:
+        include = "^(" + "|".join(re.escape(g) for g in self.groups) + ")$"
+        with decision_lines() as lines:
+            result = dg.materialize(
+                [offset_snapshot, offset_translations, offset_standby_commits, offset_sync_metrics],
+                resources=self.resources, instance=self.instance,
+                run_config={"ops": {
+                    "offset_snapshot": {"config": {"group_include": include}},
+                    "offset_translations": {"config": {"topic_shapes": {t: "two_way" for t in self.topics},
+                                                       "detect_shapes": False}},
+                }},
+            )
+        self.lines += lines
+        assert result.success
+        return result
+
+    def tick(self):
+        context = dg.build_sensor_context(instance=self.instance, cursor=self.cursor)
+        result = evaluate_stale_tick(context, int(time.time() * 1000), self.clickhouse, self.clusters, self.mirrors,
+                                     window_s=self.window_s)
+        if isinstance(result, dg.SensorResult) and result.cursor is not None:
+            self.cursor = result.cursor
+        return result
+
+    def fast_forward(self, run_config: dict) -> dg.ExecuteInProcessResult:
+        with decision_lines() as lines:
+            result = dg.materialize([offset_fast_forwards], resources=self.resources, instance=self.instance,
+                                    run_config=run_config)
+        self.lines += lines
+        assert result.success
+        return result
+
+    def fast_forward_rows(self, run_id: str) -> dict[tuple[str, int], dict]:
+        names = ["topic", "partition", "outcome", "rejection", "decision", "reason", "committed", "new_offset",
+                 "committed_after", "applied"]
+        rows = self.client.query(
+            f"SELECT {', '.join(names)} FROM offset_fast_forwards WHERE run_id = {{r:String}}",
+            parameters={"r": run_id},
+        ).result_rows
+        return {(r[0], r[1]): dict(zip(names, r)) for r in rows}
+
+    def metric_rows(self, group: str) -> list[dict]:
+        names = ["cycle_time", "synced", "sync_age_s", "strategy", "status", "sync_status", "g"]
+        rows = self.client.query(
+            f"SELECT {', '.join(names)} FROM offset_sync_metrics WHERE group_id = {{g:String}} ORDER BY cycle_time",
+            parameters={"g": group},
+        ).result_rows
+        return [dict(zip(names, r)) for r in rows]
+
+
+def produce(bootstrap: str, topic: str, values: list[str], partition: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 3})
+    for value in values:
+        producer.produce(topic, value=value.encode(), partition=partition)
+    assert producer.flush(30) == 0
+
+
+def log_end(bootstrap: str, topic: str, partition: int = 0) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4().hex}", "log_level": 3})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)[1]
+    finally:
+        consumer.close()
+
+
+def committed(bootstrap: str, group: str, topic: str, partition: int = 0) -> int | None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 3})
+    try:
+        [tp] = consumer.committed([TopicPartition(topic, partition)], timeout=10)
+    finally:
+        consumer.close()
+    return tp.offset if tp.offset >= 0 else None
+
+
+def read_values(bootstrap: str, topic: str, start: int, end: int, partition: int = 0) -> list[tuple[int, str]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4().hex}", "log_level": 3,
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    out = []
+    try:
+        consumer.assign([TopicPartition(topic, partition, start)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                if consumer.position([TopicPartition(topic, partition)])[0].offset >= end:
+                    break
+                continue
+            if msg.error() or msg.offset() >= end:
+                break
+            out.append((msg.offset(), msg.value().decode()))
+    finally:
+        consumer.close()
+    return out
+
+
+def mirrored(kafka_pair, topic: str, partition: int = 0) -> None:
+    """Wait until everything of the partition on either cluster has its copy on the other."""
+    def done():
+        a = read_values(kafka_pair.bootstrap("idc1"), topic, 0, log_end(kafka_pair.bootstrap("idc1"), topic, partition),
+                        partition)
+        b = read_values(kafka_pair.bootstrap("idc2"), topic, 0, log_end(kafka_pair.bootstrap("idc2"), topic, partition),
+                        partition)
+        return {v for _, v in a} == {v for _, v in b}
+    wait_for(done, timeout=60, what=f"{topic}[{partition}] mirrored both ways")
+
+
+def run_until_requested(stack: StaleStack, max_s: float):
+    """Cycles and sensor ticks in turn until the sensor requests runs; returns (requests, skip reasons)."""
+    reasons = []
+    deadline = time.monotonic() + max_s
+    while time.monotonic() < deadline:
+        stack.cycle()
+        result = stack.tick()
+        if isinstance(result, dg.SensorResult) and result.run_requests:
+            return result.run_requests, reasons
+        reasons.append(result.skip_reason.skip_message if isinstance(result, dg.SensorResult) else result.skip_message)
+    raise AssertionError(f"no fast-forward requested within {max_s}s; skip reasons: {reasons[-3:]}")
+
+
+# -- a quiet partition is fast-forwarded, and a failover afterwards loses and repeats nothing ------
+
+
+def test_a_quiet_low_traffic_partition_is_fast_forwarded_and_fails_over_clean(kafka_pair, session_mirrors, chdb_dsn,
+                                                                             topic_name):
+    topic = kafka_pair.create_topic(topic_name, partitions=1)
+    group = f"low 'traffic' ü {uuid.uuid4().hex[:6]}"
+    idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    produce(idc1, topic, [f"a{i}" for i in range(3)])  # all produced on the active side: no header anchor
+    mirrored(kafka_pair, topic)
+    member = Member(idc1, group, topic)
+    c = log_end(idc1, topic)
+    member.commit(topic, {0: c})  # the group processed everything
+    # a longer window here: the first cycle starts Spark, which can take longer than WINDOW_S
+    stack = StaleStack(kafka_pair, chdb_dsn, [group], [topic], default_mirrors(), window_s=20.0)
+    try:
+        first = stack.cycle()
+        assert "no_anchor" in {r[0] for r in stack.client.query(
+            "SELECT status FROM offset_translations WHERE snapshot_id = {s:String}", parameters={"s": first.run_id}
+        ).result_rows}
+        assert committed(idc2, group, topic) is None  # nothing the cycle could sync
+
+        requests, reasons = run_until_requested(stack, 90)
+        assert any("history_shorter_than_window" in r for r in reasons), reasons  # the window had to pass first
+        [request] = requests
+        assert request.run_key.startswith("fast-forward-")
+        config = request.run_config["ops"]["offset_fast_forwards"]["config"]
+        assert (config["group_id"], config["active"], config["standby"]) == (group, "idc1", "idc2")
+        assert config["partitions"][0]["active_end"] == c
+
+        run = stack.fast_forward(request.run_config)
+        row = stack.fast_forward_rows(run.run_id)[(topic, 0)]
+        t = log_end(idc2, topic)
+        assert (row["outcome"], row["decision"], row["new_offset"], row["applied"]) == ("fast_forwarded", "commit", t, True)
+        assert committed(idc2, group, topic) == t
+        [check] = run.get_asset_check_evaluations()
+        assert check.passed
+        assert any(line.startswith("offset-sync fast-forward") and "outcome=fast_forwarded" in line for line in stack.lines)
+        ff_metric = stack.metric_rows(group)[-1]
+        assert (ff_metric["strategy"], ff_metric["synced"], ff_metric["sync_age_s"], ff_metric["sync_status"]) == (
+            "caught_up", True, 0.0, "InSync")
+
+        # The sensor does not request the same quiet state again; the next cycle keeps the point.
+        assert not (isinstance(r := stack.tick(), dg.SensorResult) and r.run_requests)
+        stack.cycle()
+        after = stack.metric_rows(group)[-1]
+        assert (after["status"], after["synced"], after["sync_status"]) == ("caught_up", True, "InSync")
+        assert committed(idc2, group, topic) == t
+    finally:
+        member.close()
+
+    # Failover: the group resumes on idc2 from its synced offset.
+    processed = {v for _, v in read_values(idc1, topic, 0, c)}
+    below_t = read_values(idc2, topic, 0, t)
+    lost = [v for _, v in below_t if v not in processed]
+    produce(idc2, topic, ["after-failover"])
+    resumed = Consumer({"bootstrap.servers": idc2, "group.id": group, "auto.offset.reset": "earliest",
+                        "enable.auto.commit": False, "isolation.level": "read_committed", "log_level": 3})
+    read_again: list[str] = []
+    try:
+        resumed.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while "after-failover" not in read_again and time.monotonic() < deadline:
+            msg = resumed.poll(0.5)
+            if msg is not None and not msg.error():
+                read_again.append(msg.value().decode())
+    finally:
+        resumed.close()
+    assert lost == [] and len(below_t) == 3
+    assert read_again == ["after-failover"]  # 0 duplicates, and the new record is not lost
+
+
+# -- partitions that must be left alone, each with its reason ----------------------------------
+
+
+def test_receiving_data_lag_and_a_stopped_mirror_are_left_alone_with_their_reasons(kafka_pair, session_mirrors,
+                                                                                  chdb_dsn, topic_name):
+    idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    topic = kafka_pair.create_topic(topic_name, partitions=2)  # p0 keeps receiving data, p1 the group lags
+    busy, lagging = f"busy-{uuid.uuid4().hex[:6]}", f"lagging-{uuid.uuid4().hex[:6]}"
+    produce(idc1, topic, ["x0", "x1"], partition=0)
+    produce(idc1, topic, ["y0", "y1", "y2"], partition=1)
+    mirrored(kafka_pair, topic, 0)
+    mirrored(kafka_pair, topic, 1)
+    busy_member, lag_member = Member(idc1, busy, topic), Member(idc1, lagging, topic)
+    lag_member.commit(topic, {1: 1})  # two records left to read
+    stop_traffic = threading.Event()
+
+    def traffic():  # one record every second on p0, processed at once
+        i = 0
+        while not stop_traffic.is_set():
+            produce(idc1, topic, [f"busy-{i}"], partition=0)
+            busy_member.commit(topic, {0: log_end(idc1, topic, 0)})
+            i += 1
+            stop_traffic.wait(1.0)
+
+    thread = threading.Thread(target=traffic, daemon=True)
+    thread.start()
+    stack = StaleStack(kafka_pair, chdb_dsn, [busy, lagging], [topic], default_mirrors())
+    try:
+        reasons = []
+        started = time.monotonic()
+        while time.monotonic() - started < WINDOW_S * 2.5:
+            stack.cycle()
+            result = stack.tick()
+            assert not (isinstance(result, dg.SensorResult) and result.run_requests), "nothing here is stale"
+            reasons.append(result.skip_reason.skip_message if isinstance(result, dg.SensorResult) else result.skip_message)
+        last = reasons[-1]
+        assert re.search(rf"'{busy}' {re.escape(topic)}\[0\]: receiving_data \(log ends moved", last), last
+        assert re.search(rf"'{lagging}' {re.escape(topic)}\[1\]: group_has_lag \(lag 2 on idc1", last), last
+
+        # The job re-checks live even when asked: each named, nothing written.
+        now = int(time.time() * 1000)
+        asked = []
+        for group, p in ((busy, 0), (lagging, 1)):
+            ask = {"group_id": group, "active": "idc1", "standby": "idc2", "window_s": WINDOW_S, "partitions": [{
+                "topic": topic, "partition": p, "active_end": log_end(idc1, topic, p),
+                "standby_end": log_end(idc2, topic, p), "stable_since_ms": now - 60_000}]}
+            asked.append((group, p, stack.fast_forward({"ops": {"offset_fast_forwards": {"config": ask}}})))
+    finally:
+        stop_traffic.set()
+        thread.join(timeout=10)
+        busy_member.close()
+        lag_member.close()
+    rows = {group: stack.fast_forward_rows(run.run_id)[(topic, p)] for group, p, run in asked}
+    assert rows[lagging]["outcome"] == "left_alone" and rows[lagging]["rejection"] == "group_has_lag"
+    # the busy partition: its log moved since it was read (or, read between two records, the group is behind)
+    assert rows[busy]["outcome"] == "left_alone" and rows[busy]["rejection"] in ("receiving_data", "group_has_lag")
+    assert committed(idc2, lagging, topic, 1) is None and committed(idc2, busy, topic, 0) is None
+
+
+def test_a_stopped_mirror_is_left_alone_with_its_reason(kafka_pair, chdb_dsn):
+    idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    topic = f"stale.stopped.{uuid.uuid4().hex[:6]}"  # outside the session mirrors' t.* pattern
+    kafka_pair.create_topic(topic, partitions=1)
+    instance = f"stopped-{uuid.uuid4().hex[:6]}"
+    mirrors, stops, threads = [], [], []
+    for source, target in (("idc1", "idc2"), ("idc2", "idc1")):
+        mirror = DataMirror(MirrorConfig(kafka_pair.endpoint(source), kafka_pair.endpoint(target),
+                                         topic_pattern=rf"^{re.escape(topic)}$", metadata_refresh_s=0.5,
+                                         instance=instance))
+        stop = threading.Event()
+        thread = threading.Thread(target=mirror.run, args=(stop,), daemon=True)
+        thread.start()
+        mirrors.append(mirror)
+        stops.append(stop)
+        threads.append(thread)
+    resource = MirrorsResource(position_groups=[
+        MirrorPositionGroup(source=m.config.source.name, target=m.config.target.name,
+                            stored_on=m.config.target.name, group_id=m.config.group_id) for m in mirrors
+    ])
+    group = f"behind-{uuid.uuid4().hex[:6]}"
+    member = None
+    try:
+        produce(idc1, topic, ["m0", "m1"])
+        mirrored(kafka_pair, topic)
+        stops[0].set()  # the idc1 -> idc2 mirror stops ...
+        threads[0].join(timeout=30)
+        produce(idc1, topic, ["m2"])  # ... and this record never reaches idc2
+        member = Member(idc1, group, topic)
+        member.commit(topic, {0: log_end(idc1, topic)})
+        stack = StaleStack(kafka_pair, chdb_dsn, [group], [topic], resource)
+        reasons = []
+        started = time.monotonic()
+        while time.monotonic() - started < WINDOW_S * 2.5:
+            stack.cycle()
+            result = stack.tick()
+            assert not (isinstance(result, dg.SensorResult) and result.run_requests), "the mirror is behind"
+            reasons.append(result.skip_reason.skip_message if isinstance(result, dg.SensorResult) else result.skip_message)
+        assert re.search(rf"'{group}' {re.escape(topic)}\[0\]: mirror_behind \(the mirror reading idc1 is at 2, "
+                         r"behind its log end 3\)", reasons[-1]), reasons[-1]
+        ask = {"group_id": group, "active": "idc1", "standby": "idc2", "window_s": WINDOW_S, "partitions": [{
+            "topic": topic, "partition": 0, "active_end": log_end(idc1, topic), "standby_end": log_end(idc2, topic),
+            "stable_since_ms": int(time.time() * 1000) - 60_000}]}
+        run = stack.fast_forward({"ops": {"offset_fast_forwards": {"config": ask}}})
+        row = stack.fast_forward_rows(run.run_id)[(topic, 0)]
+        assert (row["outcome"], row["rejection"]) == ("left_alone", "mirror_behind")
+        assert "idc1->idc2 mirror is at 2" in row["reason"]
+        assert committed(idc2, group, topic) is None
+    finally:
+        if member is not None:
+            member.close()
+        for stop in stops:
+            stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+
+
+# -- the sync age: bounded with the sensor, growing without it -------------------------------------
+
+
+def test_sync_age_stays_within_window_plus_one_cycle_with_the_sensor_and_grows_without(kafka_pair, session_mirrors,
+                                                                                       chdb_dsn, topic_name):
+    idc1 = kafka_pair.bootstrap("idc1")
+    topic = kafka_pair.create_topic(topic_name, partitions=1)
+    group = f"hourly-{uuid.uuid4().hex[:6]}"
+    member = Member(idc1, group, topic)
+    stack = StaleStack(kafka_pair, chdb_dsn, [group], [topic], default_mirrors())
+
+    def record(i: int) -> None:  # one record, processed at once, as a low-traffic topic sees them
+        produce(idc1, topic, [f"h{i}"])
+        member.commit(topic, {0: log_end(idc1, topic)})
+
+    try:
+        record(0)
+        requests, _ = run_until_requested(stack, 60)  # the first sync ever
+        stack.fast_forward(requests[0].run_config)
+
+        # With the sensor: cycles and ticks in turn (as the daemon runs them), a record now and then.
+        loops, overheads, fast_forwards = [], [], 0
+        started = time.monotonic()
+        next_record, i = started + 2, 1
+        while time.monotonic() - started < 4 * WINDOW_S + 20:
+            loop_started = time.monotonic()
+            if loop_started >= next_record and i <= 2:
+                record(i)
+                i, next_record = i + 1, loop_started + 2 * WINDOW_S + 8
+            stack.cycle()
+            tick_started = time.monotonic()
+            result = stack.tick()
+            if isinstance(result, dg.SensorResult) and result.run_requests:
+                stack.fast_forward(result.run_requests[0].run_config)
+                fast_forwards += 1
+            overheads.append(time.monotonic() - tick_started)
+            loops.append(time.monotonic() - loop_started)
+        with_sensor = [r for r in stack.metric_rows(group) if r["sync_age_s"] is not None]
+        assert fast_forwards == 2  # one per record
+        max_age = max(r["sync_age_s"] for r in with_sensor)
+        bound = WINDOW_S + max(loops) + max(overheads)
+        print(f"with the sensor: max sync age {max_age:.1f}s, window {WINDOW_S}s + one cycle {max(loops):.1f}s "
+              f"+ tick and fast-forward {max(overheads):.1f}s = {bound:.1f}s")
+        assert max_age <= bound
+        assert max_age > WINDOW_S  # it did wait for the window each time
+
+        # Without the sensor: a record, then cycles only.
+        record(9)
+        ages = []
+        started = time.monotonic()
+        while time.monotonic() - started < 2 * WINDOW_S + 2 * max(loops):
+            stack.cycle()
+            ages.append(stack.metric_rows(group)[-1]["sync_age_s"])
+    finally:
+        member.close()
+    print(f"without the sensor: sync ages {[round(a, 1) for a in ages]}")
+    assert all(later > earlier for earlier, later in zip(ages, ages[1:]))
+    assert ages[-1] > bound
