@@ -6,7 +6,9 @@ against the live reads (``kafka_reads/live_partitions.py``):
 
 * **quiet**: both log ends are still the ones the sensor saw, which its snapshots showed unmoved
   since ``stable_since_ms``; logs only grow, so nothing was written since, and the quiet time is
-  ``now - stable_since_ms`` (at least the window);
+  ``now - stable_since_ms`` (at least the window). The log ends are read before and after every
+  other live read, and must not differ: that, not the window, is what makes the reads one
+  consistent state (the window keeps fast-forwards off partitions that still see traffic);
 * **no lag**: ``c`` is the active log end, or only markers lie between them (read);
 * **both mirrors caught up**: each position is at its source's log end, or only markers lie
   between them (read). The standby -> active mirror makes the fast-forward loss-free, the other
@@ -56,6 +58,10 @@ class LivePartition:
     no_record_from_committed: bool = False  # [c, active end) read: markers only
     no_record_from_standby_mirror_position: bool = False
     no_record_from_active_mirror_position: bool = False
+    # The log ends read again after every other read (None: not read again). Equal ends bracket
+    # the reads: nothing was written meanwhile, so they describe one state of both logs.
+    active_log_end_after: int | None = None
+    standby_log_end_after: int | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,15 @@ def recheck(group_id: str, active: str, standby: str, requested: RequestedPartit
     ]
     if moved:
         return reject(Rejection.RECEIVING_DATA, "log end moved since the sensor looked: " + ", ".join(moved))
+    during = [
+        f"{cluster} {before} -> {after}"
+        for cluster, before, after in ((active, live.active_log_end, live.active_log_end_after),
+                                       (standby, live.standby_log_end, live.standby_log_end_after))
+        if after is None or after != before
+    ]
+    if during:
+        return reject(Rejection.RECEIVING_DATA, "log end moved (or was not read again) while the job read: "
+                      + ", ".join(during))
     if stable_s < window_s:
         return reject(Rejection.RECEIVING_DATA, f"quiet for {stable_s:.0f}s only, less than the {window_s:.0f}s window")
     c = live.committed

@@ -9,7 +9,8 @@ standby B) is a candidate when
 2. its lag on A is 0 -- or at most ``marker_slack`` offsets, which a transactional topic's trailing
    commit marker leaves (the fast-forward job reads ``[c, end)`` and proceeds only when it holds no
    record);
-3. neither log end moved for ``window_s``, judged from snapshots that cover the whole window;
+3. neither log end moved for ``window_s``, judged from snapshots that cover the whole window (from
+   the oldest snapshot showing today's log ends to the newest one, which must be recent);
 4. both mirrors have caught up: the B->A mirror's position on B is at B's log end (so every record of
    B is on A too, below ``c``), and the A->B mirror's position on A at A's log end (so no processed
    record of A is still to arrive on B: zero duplicates) -- each within ``marker_slack`` too: a
@@ -32,6 +33,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
+
+
+MAX_SNAPSHOT_AGE_S = 300.0  # an older newest snapshot says nothing about now (the cycle stopped)
 
 
 class Rejection(str, Enum):
@@ -103,11 +107,16 @@ def classify(history: PartitionHistory, now_ms: int, *, window_s: float = 600.0,
     if lag > marker_slack or lag < 0:
         return reject(Rejection.GROUP_LAG, f"lag {lag} on {h.active} (c={h.committed}, log end {newest.active_end})")
     # Stable since the oldest snapshot of the unbroken run of snapshots showing today's log ends (a
-    # change between two snapshots is taken to have happened as late as possible: conservative).
+    # change between two snapshots is taken to have happened as late as possible: conservative), up
+    # to the newest snapshot: what the snapshots show, never assumed beyond them (the job re-reads
+    # the log ends live; unchanged ends then prove the quiet lasted until it looked).
     now_ends = (newest.active_end, newest.standby_end)
     moved = next((i for i in range(len(points) - 1, -1, -1) if (points[i].active_end, points[i].standby_end) != now_ends), None)
     stable_since = points[0].time_ms if moved is None else points[moved + 1].time_ms
-    stable_s = (now_ms - stable_since) / 1000.0
+    stable_s = (newest.time_ms - stable_since) / 1000.0
+    age_s = (now_ms - newest.time_ms) / 1000.0
+    if age_s > max(window_s, MAX_SNAPSHOT_AGE_S):
+        return reject(Rejection.SHORT_HISTORY, f"the newest snapshot is {age_s:.0f}s old: is the sync cycle running?")
     if moved is not None and stable_s < window_s:
         return reject(Rejection.RECEIVING_DATA, f"log ends moved {stable_s:.0f}s ago (window {window_s:.0f}s)", stable_s)
     if moved is None and stable_s < window_s:

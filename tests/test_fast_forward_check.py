@@ -21,6 +21,8 @@ def live(**kw) -> LivePartition:
     values = dict(topic="low", partition=0, committed=50, active_log_start=0, active_log_end=50, standby_log_start=0,
                   standby_log_end=45, standby_mirror_position=45, active_mirror_position=50)
     values.update(kw)
+    values.setdefault("active_log_end_after", values["active_log_end"])
+    values.setdefault("standby_log_end_after", values["standby_log_end"])
     return LivePartition(**values)
 
 
@@ -29,6 +31,9 @@ CASES = [
     ("a record arrived on the active since the sensor looked", {"active_log_end": 51}, {}, Rejection.RECEIVING_DATA),
     ("a record arrived on the standby", {"standby_log_end": 46, "standby_mirror_position": 46}, {},
      Rejection.RECEIVING_DATA),
+    ("a record arrived while the job read (a mirror copy, say)", {"active_log_end_after": 51}, {},
+     Rejection.RECEIVING_DATA),
+    ("the ends not read again", {"standby_log_end_after": None}, {}, Rejection.RECEIVING_DATA),
     ("quiet for less than the window", {}, {"stable_since_ms": NOW - 100_000}, Rejection.RECEIVING_DATA),
     ("no committed offset", {"committed": None}, {}, Rejection.NO_COMMIT),
     ("the group has lag", {"committed": 48}, {}, Rejection.GROUP_LAG),
@@ -60,14 +65,15 @@ offsets = st.integers(0, 60)
 
 
 @given(offsets, offsets, offsets, st.one_of(st.none(), offsets), st.one_of(st.none(), offsets), offsets, offsets,
-       st.booleans(), st.booleans(), st.booleans(), st.integers(0, 1_200_000))
+       st.booleans(), st.booleans(), st.booleans(), st.integers(0, 1_200_000), st.one_of(st.none(), offsets),
+       st.one_of(st.none(), offsets))
 def test_a_passing_recheck_always_satisfies_the_caught_up_rule(c, a_end, b_end, to_active, to_standby, seen_a,
-                                                               seen_b, gap_c, gap_b, gap_a, quiet_ms):
+                                                               seen_b, gap_c, gap_b, gap_a, quiet_ms, a_after, b_after):
     requested = RequestedPartition("t", 0, seen_a, seen_b, NOW - quiet_ms)
-    state = LivePartition("t", 0, c, 0, a_end, 0, b_end, to_active, to_standby, gap_c, gap_b, gap_a)
+    state = LivePartition("t", 0, c, 0, a_end, 0, b_end, to_active, to_standby, gap_c, gap_b, gap_a, a_after, b_after)
     check = recheck("g", "idc1", "idc2", requested, state, NOW, window_s=WINDOW)
     if check.passed:
-        assert (a_end, b_end) == (seen_a, seen_b) and quiet_ms >= WINDOW * 1000
+        assert (a_end, b_end) == (seen_a, seen_b) == (a_after, b_after) and quiet_ms >= WINDOW * 1000
         assert caught_up_problem(check.facts) is None
         assert c == a_end or gap_c
         assert to_active is not None and (to_active >= b_end or gap_b)

@@ -40,6 +40,11 @@ CASES = [
     ("the active->standby mirror behind", {"active_mirror_position": 48}, Rejection.MIRROR_BEHIND),
     ("a mirror one short: its last transaction's marker", {"standby_mirror_position": 44}, None),
     ("a mirror position unknown", {"standby_mirror_position": None}, Rejection.MIRROR_UNKNOWN),
+    ("one snapshot only, however old: it shows no quiet", {"points": (LogEnds(NOW - 900_000, 50, 45),)},
+     Rejection.SHORT_HISTORY),
+    ("quiet until 10 minutes ago, no snapshot since", {"points": tuple(LogEnds(NOW - s * 1000, 50, 45)
+                                                                       for s in (1500, 1200, 900, 700))},
+     Rejection.SHORT_HISTORY),
 ]
 
 
@@ -79,9 +84,9 @@ def test_a_candidate_meets_every_condition(raw, c, g, pos_a, pos_b):
     verdict = classify(h, NOW, window_s=WINDOW_S)
     if verdict.candidate:
         newest = max(points, key=lambda p: p.time_ms)
-        window = [p for p in points if p.time_ms >= NOW - WINDOW_S * 1000]
+        window = [p for p in points if p.time_ms >= newest.time_ms - WINDOW_S * 1000]
         assert all((p.active_end, p.standby_end) == (newest.active_end, newest.standby_end) for p in window)
-        assert min(p.time_ms for p in points) <= NOW - WINDOW_S * 1000
+        assert min(p.time_ms for p in points) <= newest.time_ms - WINDOW_S * 1000
         assert 0 <= newest.active_end - c <= 1
         assert g is None or g < newest.standby_end
         assert pos_a >= newest.active_end - 1 and pos_b >= newest.standby_end - 1

@@ -6,9 +6,12 @@ committed offset on the active cluster, both mirrors' positions (``resources/mir
 only where the group or a mirror stops at most ``marker_slack`` offsets short of a log end -- whether
 that gap holds a real record (``partition_records.gap_holds_no_record``). Plain data out.
 
-Read order: committed offset first, then the log ranges, then the mirror positions, then the gaps.
-The rule requires the log ends to equal what the sensor saw over its quiet window, so nothing was
-written while these reads were taken and their order cannot matter.
+Read order: both clusters' log ranges first, then the mirror positions, the group's committed
+offset and the gaps, then the log ranges again. Logs only grow: equal log ends before and after
+mean nothing was written while the reads were taken, so they all describe one state of both logs
+(DESIGN.md §4.3's "the order of the reads is irrelevant"). Without the bracket, a mirror copying a
+standby record to the active cluster between the range read and the position read would make a
+fast-forward lose it. The re-check rejects moved ends (``fast_forward_check``).
 """
 
 from __future__ import annotations
@@ -47,13 +50,16 @@ def read_live_partitions(
     """``clusters``: name -> KafkaClusterResource; ``mirrors``: a MirrorsResource. Raises on a
     cluster that does not answer (the caller records it as the group's failure)."""
     wanted = sorted(set(partitions))
-    group = read_live_group_state(clusters[active], group_id, wanted, timeout_s=timeout_s)
-    ranges = {}
-    for cluster in (active, standby):
-        admin = clusters[cluster].admin()
-        ranges[cluster] = {(r.topic, r.partition): r for r in read_partition_ranges(admin, cluster, wanted, timeout_s)}
+    admins = {cluster: clusters[cluster].admin() for cluster in (active, standby)}
+
+    def read_ranges() -> dict:
+        return {cluster: {(r.topic, r.partition): r for r in read_partition_ranges(admin, cluster, wanted, timeout_s)}
+                for cluster, admin in admins.items()}
+
+    ranges = read_ranges()
     to_active = mirrors.positions(clusters, standby, active, wanted)  # read on the standby
     to_standby = mirrors.positions(clusters, active, standby, wanted)  # read on the active
+    group = read_live_group_state(clusters[active], group_id, wanted, timeout_s=timeout_s)
 
     def gap(cluster: str, tp: TP, start: int | None, end: int) -> bool:
         if start is None or start >= end or end - start > marker_slack:
@@ -61,14 +67,18 @@ def read_live_partitions(
         return gap_holds_no_record(clusters[cluster].client_config(), cluster, tp[0], tp[1], start, end,
                                    timeout_s=timeout_s)
 
+    gaps = {}
+    for tp in wanted:
+        a, b, c = ranges[active][tp], ranges[standby][tp], group.committed.get(tp)
+        gaps[tp] = (gap(active, tp, c, a.log_end), gap(standby, tp, to_active.get(tp), b.log_end),
+                    gap(active, tp, to_standby.get(tp), a.log_end))
+    after = read_ranges()
     out = {}
     for tp in wanted:
         a, b = ranges[active][tp], ranges[standby][tp]
-        c = group.committed.get(tp)
         out[tp] = LivePartition(
-            tp[0], tp[1], c, a.log_start, a.log_end, b.log_start, b.log_end, to_active.get(tp), to_standby.get(tp),
-            no_record_from_committed=gap(active, tp, c, a.log_end),
-            no_record_from_standby_mirror_position=gap(standby, tp, to_active.get(tp), b.log_end),
-            no_record_from_active_mirror_position=gap(active, tp, to_standby.get(tp), a.log_end),
+            tp[0], tp[1], group.committed.get(tp), a.log_start, a.log_end, b.log_start, b.log_end, to_active.get(tp),
+            to_standby.get(tp), *gaps[tp],
+            active_log_end_after=after[active][tp].log_end, standby_log_end_after=after[standby][tp].log_end,
         )
     return LiveGroup(group_id, active, standby, group.member_count, out)

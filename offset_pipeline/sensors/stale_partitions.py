@@ -5,9 +5,10 @@ newest snapshot time seen, and the last tick's counts):
 
 1. reads the snapshot history of the window from ClickHouse (``storage/stale_history.py``);
 2. classifies every group-partition (``stale_candidates.classify``: committed, standby behind its
-   log end, lag 0 or a trailing marker, both log ends unmoved for the window); those passing every
-   other condition get both mirrors' positions read from Kafka (``resources/mirrors.py``) and are
-   classified again;
+   log end, lag 0 or a trailing marker, both log ends unmoved); those passing every other condition
+   get both mirrors' positions (``resources/mirrors.py``) and both log ends read from Kafka now, and
+   are classified again: ends unchanged since the snapshots extend the quiet up to now, so a
+   partition qualifies as soon as the window has passed, not one snapshot later;
 3. requests one ``offset_fast_forward`` run per group and direction with its candidates; the run key
    is derived from the group, direction, partitions and the log ends seen, so the same quiet state
    is requested once, and a moved log end makes a new request.
@@ -30,7 +31,8 @@ from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.mirrors import MirrorsResource
 from offset_pipeline.sensors.sync_cadence import IN_FLIGHT, sync_interval_s
 from offset_pipeline.settings import stale_window_s
-from offset_pipeline.stale_candidates import Rejection, StaleVerdict, classify, skip_reason
+from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges
+from offset_pipeline.stale_candidates import LogEnds, Rejection, StaleVerdict, classify, skip_reason
 from offset_pipeline.storage import snapshots
 from offset_pipeline.storage.stale_history import partition_histories
 
@@ -44,14 +46,32 @@ def _newest_snapshot_ms(client) -> int | None:
     return int(rows[0][0]) if rows and rows[0][1] else None
 
 
-def _with_mirror_positions(verdicts, clusters, mirrors, now_ms, window_s, marker_slack, log):
-    """Re-classify the verdicts that only lack mirror positions, with the positions read from Kafka."""
+def _live_ends(clusters, partitions_by_cluster, log) -> dict:
+    """(cluster, topic, partition) -> its log end now, for the partitions asked (absent: not read)."""
+    out = {}
+    for cluster, partitions in partitions_by_cluster.items():
+        try:
+            for r in read_partition_ranges(clusters[cluster].admin(), cluster, sorted(partitions)):
+                out[(cluster, r.topic, r.partition)] = r.log_end
+        except Exception as exc:  # noqa: BLE001 - those partitions keep the snapshots' view
+            log.warning(f"reading the log ends on {cluster} failed: {type(exc).__name__}: {exc}")
+    return out
+
+
+def _with_live_reads(verdicts, clusters, mirrors, now_ms, window_s, marker_slack, log):
+    """Re-classify the verdicts that only lack mirror positions, with the positions read from Kafka
+    and both log ends read now: unchanged ends extend the quiet the snapshots show up to now (logs
+    only grow), moved ones reject the partition at once."""
     waiting = [v for v in verdicts if v.rejection is Rejection.MIRROR_UNKNOWN]
     wanted = defaultdict(set)  # (source, target) -> partitions
+    by_cluster = defaultdict(set)
     for v in waiting:
         h = v.history
         wanted[(h.standby, h.active)].add((h.topic, h.partition))
         wanted[(h.active, h.standby)].add((h.topic, h.partition))
+        by_cluster[h.active].add((h.topic, h.partition))
+        by_cluster[h.standby].add((h.topic, h.partition))
+    ends = _live_ends(clusters, by_cluster, log)
     positions = {}
     for (source, target), partitions in wanted.items():
         try:
@@ -66,7 +86,9 @@ def _with_mirror_positions(verdicts, clusters, mirrors, now_ms, window_s, marker
             continue
         h = v.history
         tp = (h.topic, h.partition)
-        filled = dataclasses.replace(h, standby_mirror_position=positions[(h.standby, h.active)].get(tp),
+        live = (ends.get((h.active, h.topic, h.partition)), ends.get((h.standby, h.topic, h.partition)))
+        points = h.points + ((LogEnds(now_ms, *live),) if None not in live else ())
+        filled = dataclasses.replace(h, points=points, standby_mirror_position=positions[(h.standby, h.active)].get(tp),
                                      active_mirror_position=positions[(h.active, h.standby)].get(tp))
         out.append(classify(filled, now_ms, window_s=window_s, marker_slack=marker_slack))
     return out
@@ -117,7 +139,7 @@ def evaluate_stale_tick(context, now_ms: int, clickhouse: ClickHouseResource, cl
                              f"then: {cursor.get('summary', '-')}")
     histories = partition_histories(client, int(now_ms - (window_s + max(_LOOKBACK_S, window_s)) * 1000))
     verdicts = [classify(h, now_ms, window_s=window_s, marker_slack=marker_slack) for h in histories]
-    verdicts = _with_mirror_positions(verdicts, clusters, mirrors, now_ms, window_s, marker_slack, context.log)
+    verdicts = _with_live_reads(verdicts, clusters, mirrors, now_ms, window_s, marker_slack, context.log)
 
     rejected = [v for v in verdicts if not v.candidate]
     for v in rejected[:LOGGED_REJECTIONS]:
