@@ -46,6 +46,7 @@ class Rejection(str, Enum):
     SHORT_HISTORY = "history_shorter_than_window"
     MIRROR_UNKNOWN = "mirror_position_unknown"
     MIRROR_BEHIND = "mirror_behind"
+    SNAPSHOT_TOO_OLD = "snapshot_too_old"  # the sync cycle stopped: the history says nothing of now
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,19 @@ class StaleVerdict:
     rejection: Rejection | None
     detail: str
     stable_for_s: float | None
+    stable_since_ms: int | None = None  # since when both log ends are unmoved (known once the lag passed)
 
     @property
     def candidate(self) -> bool:
         return self.rejection is None
+
+    def quiet_by(self, now_ms: int, window_s: float) -> bool:
+        """Everything but the mirrors passed, or only the window failed, and the quiet that began at
+        ``stable_since_ms`` reaches the window by ``now_ms`` if the log ends are still unmoved: a
+        live read of the ends (and of the mirrors) can decide it now, without waiting for a snapshot."""
+        if self.rejection not in (Rejection.MIRROR_UNKNOWN, Rejection.RECEIVING_DATA, Rejection.SHORT_HISTORY):
+            return False
+        return self.stable_since_ms is not None and now_ms - self.stable_since_ms >= window_s * 1000
 
     def run_key(self) -> str:
         """Deterministic per group-partition and log ends: a new request only when a log end moved."""
@@ -91,8 +101,10 @@ class StaleVerdict:
 def classify(history: PartitionHistory, now_ms: int, *, window_s: float = 600.0, marker_slack: int = 1) -> StaleVerdict:
     h = history
 
+    since: list[int] = []  # set once known
+
     def reject(reason: Rejection, detail: str, stable: float | None = None) -> StaleVerdict:
-        return StaleVerdict(h, reason, detail, stable)
+        return StaleVerdict(h, reason, detail, stable, since[0] if since else None)
 
     if not h.points:
         return reject(Rejection.SHORT_HISTORY, "no snapshot of this partition")
@@ -116,7 +128,8 @@ def classify(history: PartitionHistory, now_ms: int, *, window_s: float = 600.0,
     stable_s = (newest.time_ms - stable_since) / 1000.0
     age_s = (now_ms - newest.time_ms) / 1000.0
     if age_s > max(window_s, MAX_SNAPSHOT_AGE_S):
-        return reject(Rejection.SHORT_HISTORY, f"the newest snapshot is {age_s:.0f}s old: is the sync cycle running?")
+        return reject(Rejection.SNAPSHOT_TOO_OLD, f"the newest snapshot is {age_s:.0f}s old: is the sync cycle running?")
+    since.append(stable_since)
     if moved is not None and stable_s < window_s:
         return reject(Rejection.RECEIVING_DATA, f"log ends moved {stable_s:.0f}s ago (window {window_s:.0f}s)", stable_s)
     if moved is None and stable_s < window_s:
@@ -130,7 +143,7 @@ def classify(history: PartitionHistory, now_ms: int, *, window_s: float = 600.0,
             return reject(Rejection.MIRROR_BEHIND, f"the mirror reading {cluster} is at {position}, behind its log end {end}",
                           stable_s)
     return StaleVerdict(h, None, f"stable {stable_s:.0f}s, lag {lag}, mirrors caught up: fast-forward {h.standby} "
-                                 f"to {newest.standby_end}", stable_s)
+                                 f"to {newest.standby_end}", stable_s, stable_since)
 
 
 def skip_reason(verdicts: Iterable[StaleVerdict]) -> str:

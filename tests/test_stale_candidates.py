@@ -40,11 +40,11 @@ CASES = [
     ("the active->standby mirror behind", {"active_mirror_position": 48}, Rejection.MIRROR_BEHIND),
     ("a mirror one short: its last transaction's marker", {"standby_mirror_position": 44}, None),
     ("a mirror position unknown", {"standby_mirror_position": None}, Rejection.MIRROR_UNKNOWN),
-    ("one snapshot only, however old: it shows no quiet", {"points": (LogEnds(NOW - 900_000, 50, 45),)},
+    ("one snapshot only: it shows no quiet (a live read may)", {"points": (LogEnds(NOW - 100_000, 50, 45),)},
      Rejection.SHORT_HISTORY),
     ("quiet until 10 minutes ago, no snapshot since", {"points": tuple(LogEnds(NOW - s * 1000, 50, 45)
                                                                        for s in (1500, 1200, 900, 700))},
-     Rejection.SHORT_HISTORY),
+     Rejection.SNAPSHOT_TOO_OLD),
 ]
 
 
@@ -90,3 +90,19 @@ def test_a_candidate_meets_every_condition(raw, c, g, pos_a, pos_b):
         assert 0 <= newest.active_end - c <= 1
         assert g is None or g < newest.standby_end
         assert pos_a >= newest.active_end - 1 and pos_b >= newest.standby_end - 1
+
+
+def test_quiet_by_says_when_a_live_read_can_decide():
+    # quiet since the first of two snapshots 5 minutes apart: the window (10 min) is not covered by
+    # snapshots, but it is by now if the log ends have not moved since
+    h = history(points=(LogEnds(NOW - 700_000, 50, 45), LogEnds(NOW - 400_000, 50, 45)))
+    v = classify(h, NOW, window_s=WINDOW_S)
+    assert v.rejection is Rejection.SHORT_HISTORY and v.stable_since_ms == NOW - 700_000
+    assert v.quiet_by(NOW, WINDOW_S) and not v.quiet_by(NOW - 200_000, WINDOW_S)
+    extended = classify(dataclasses.replace(h, points=h.points + (LogEnds(NOW, 50, 45),)), NOW, window_s=WINDOW_S)
+    assert extended.candidate and extended.stable_for_s == 700
+    moved = classify(dataclasses.replace(h, points=h.points + (LogEnds(NOW, 51, 45),)), NOW, window_s=WINDOW_S)
+    assert moved.rejection is Rejection.RECEIVING_DATA
+    # lag, no commit, at the standby end: nothing a live read of the log ends could change
+    for overrides in ({"committed": 40}, {"committed": None}, {"standby_committed": 45}):
+        assert not classify(history(**overrides), NOW, window_s=WINDOW_S).quiet_by(NOW + 10**9, WINDOW_S)

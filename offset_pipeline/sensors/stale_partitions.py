@@ -21,6 +21,7 @@ with their reason; every rejection is also logged on the tick. With the embedded
 import dataclasses
 import hashlib
 import json
+import os
 import time
 from collections import Counter, defaultdict
 
@@ -29,7 +30,7 @@ import dagster as dg
 from offset_pipeline.jobs import SYNC_CONCURRENCY_TAG, offset_fast_forward_job
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.mirrors import MirrorsResource
-from offset_pipeline.sensors.sync_cadence import IN_FLIGHT, sync_interval_s
+from offset_pipeline.sensors.sync_cadence import IN_FLIGHT
 from offset_pipeline.settings import stale_window_s
 from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges
 from offset_pipeline.stale_candidates import LogEnds, Rejection, StaleVerdict, classify, skip_reason
@@ -62,7 +63,7 @@ def _with_live_reads(verdicts, clusters, mirrors, now_ms, window_s, marker_slack
     """Re-classify the verdicts that only lack mirror positions, with the positions read from Kafka
     and both log ends read now: unchanged ends extend the quiet the snapshots show up to now (logs
     only grow), moved ones reject the partition at once."""
-    waiting = [v for v in verdicts if v.rejection is Rejection.MIRROR_UNKNOWN]
+    waiting = [v for v in verdicts if v.quiet_by(now_ms, window_s)]
     wanted = defaultdict(set)  # (source, target) -> partitions
     by_cluster = defaultdict(set)
     for v in waiting:
@@ -79,9 +80,10 @@ def _with_live_reads(verdicts, clusters, mirrors, now_ms, window_s, marker_slack
         except Exception as exc:  # noqa: BLE001 - stays mirror_position_unknown, said on the tick
             log.warning(f"reading the {source}->{target} mirror positions failed: {type(exc).__name__}: {exc}")
             positions[(source, target)] = {}
+    checked = {id(v) for v in waiting}
     out = []
     for v in verdicts:
-        if v.rejection is not Rejection.MIRROR_UNKNOWN:
+        if id(v) not in checked:
             out.append(v)
             continue
         h = v.history
@@ -134,9 +136,9 @@ def evaluate_stale_tick(context, now_ms: int, clickhouse: ClickHouseResource, cl
     newest = _newest_snapshot_ms(client)
     if newest is None:
         return dg.SkipReason("no snapshot yet: the sync cycle (offset_sync_sensor) has not run")
-    if cursor.get("newest_snapshot_ms") == newest:
-        return dg.SkipReason(f"no snapshot since the last tick ({(now_ms - newest) / 1000:.0f}s old); "
-                             f"then: {cursor.get('summary', '-')}")
+    if cursor.get("newest_snapshot_ms") == newest and not cursor.get("waiting"):
+        return dg.SkipReason(f"no snapshot since the last tick ({(now_ms - newest) / 1000:.0f}s old) and no "
+                             f"partition waiting for its window; then: {cursor.get('summary', '-')}")
     histories = partition_histories(client, int(now_ms - (window_s + max(_LOOKBACK_S, window_s)) * 1000))
     verdicts = [classify(h, now_ms, window_s=window_s, marker_slack=marker_slack) for h in histories]
     verdicts = _with_live_reads(verdicts, clusters, mirrors, now_ms, window_s, marker_slack, context.log)
@@ -153,8 +155,12 @@ def evaluate_stale_tick(context, now_ms: int, clickhouse: ClickHouseResource, cl
     counts = Counter(v.rejection.value for v in rejected)
     summary = f"{sum(map(len, by_group.values()))} candidates in {len(by_group)} groups; " + (
         ", ".join(f"{n} {r}" for r, n in counts.most_common()) or "nothing rejected")
+    # Waiting: quiet, no lag, only the window (or a mirror) missing: the next tick reads them live
+    # again even without a new snapshot, so a fast-forward follows the window by one tick, not a cycle.
+    waiting = sum(1 for v in rejected if v.rejection in (Rejection.RECEIVING_DATA, Rejection.SHORT_HISTORY,
+                                                         Rejection.MIRROR_UNKNOWN, Rejection.MIRROR_BEHIND))
     new_cursor = json.dumps({"newest_snapshot_ms": newest, "evaluated_at_ms": now_ms, "summary": summary,
-                             "rejections": dict(counts)})
+                             "rejections": dict(counts), "waiting": waiting})
     if not by_group:
         listed = "; ".join(f"{v.history.group_id!r} {v.history.topic}[{v.history.partition}]: {v.rejection.value} "
                            f"({v.detail})" for v in rejected[:LISTED_REJECTIONS])
@@ -165,9 +171,15 @@ def evaluate_stale_tick(context, now_ms: int, clickhouse: ClickHouseResource, cl
     return dg.SensorResult(run_requests=requests, cursor=new_cursor)
 
 
+def stale_sensor_interval_s() -> int:
+    """``OFFSET_PIPELINE_STALE_SENSOR_INTERVAL_S`` (default 10): ticks between cycles see a window end
+    sooner (a tick without a new snapshot only reads the partitions waiting for their window)."""
+    return int(os.environ.get("OFFSET_PIPELINE_STALE_SENSOR_INTERVAL_S", "10"))
+
+
 @dg.sensor(
     job=offset_fast_forward_job,
-    minimum_interval_seconds=sync_interval_s(),
+    minimum_interval_seconds=stale_sensor_interval_s(),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Finds quiet, caught-up low-traffic group-partitions (DESIGN.md §4.3) and requests their fast-forward.",
 )
