@@ -184,3 +184,18 @@ def test_stale_window_from_the_environment():
     for bad in ("0", "-5", "ten"):
         with pytest.raises(ValueError, match="OFFSET_PIPELINE_STALE_WINDOW_S"):
             stale_window_s({"OFFSET_PIPELINE_STALE_WINDOW_S": bad})
+
+
+def test_the_stale_sensor_gets_its_resources_and_says_why_it_skips(chdb_dsn):
+    """The decorated sensor, as the daemon calls it: resources injected, an empty history skipped."""
+    resources = {
+        "clickhouse": ClickHouseResource(dsn=chdb_dsn),
+        "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers="127.0.0.1:1"),
+        "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers="127.0.0.1:2"),
+        "mirrors": defs.resources["mirrors"],
+    }
+    sensor = defs.resolve_sensor_def("stale_partition_sensor")
+    with dg.instance_for_test() as instance, dg.build_sensor_context(instance=instance, resources=resources) as context:
+        result = sensor(context)
+    assert isinstance(result, dg.SkipReason)
+    assert "no snapshot yet" in result.skip_message

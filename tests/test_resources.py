@@ -5,6 +5,7 @@ librdkafka's own behaviour on an unreachable cluster. Running Kafka clusters are
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 
@@ -21,6 +22,7 @@ from offset_pipeline.resources import (
     get_spark_session,
     spark_conf,
 )
+from offset_pipeline.resources.clickhouse import embedded_client
 from offset_pipeline.resources.spark import pin_python_interpreter
 
 # --- Kafka ---------------------------------------------------------------------------------------
@@ -261,3 +263,31 @@ def test_spark_conf_cluster_targets_drop_local_only_settings():
 def test_spark_target_mistakes_fail_when_the_resource_is_built(kwargs, message):
     with pytest.raises(ValidationError, match=message):
         SparkResource(**kwargs)
+
+
+def test_opening_waits_while_another_process_holds_the_engine(tmp_path):
+    """A run starting while a sensor tick (another process) holds the data path takes its turn."""
+    path = tmp_path / "shared"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", (
+            "import sys, time, clickhouse_connect\n"
+            f"c = clickhouse_connect.get_client(dsn='chdb://{path}')\n"
+            "c.command('CREATE TABLE t (x UInt8) ENGINE = MergeTree ORDER BY x')\n"
+            "c.insert('t', [[7]], column_names=['x'])\n"
+            "print('held', flush=True)\n"
+            "time.sleep(3)\n"
+            "c.close()\n"
+        )],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(Exception, match="Unable to open the chdb engine"):
+            embedded_client(f"chdb://{path}", wait_s=0)
+        started = time.monotonic()
+        client = embedded_client(f"chdb://{path}", wait_s=60)
+        assert time.monotonic() - started > 0.5  # it waited for the holder
+        assert client.query("SELECT x FROM t").result_rows == [(7,)]
+    finally:
+        holder.wait(timeout=30)
+        close_embedded_clients()

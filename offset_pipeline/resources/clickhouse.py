@@ -11,12 +11,14 @@ The embedded engine has two process-level limits (checked against chdb 4.4 / cli
 * one process per data path: a second process cannot open a path another process holds. The
   resource therefore closes its cached client when Dagster tears it down after a run or sensor
   tick (once no other execution in this process still uses it), so a long-lived code server
-  evaluating sensors does not lock the run workers out.
+  evaluating sensors does not lock the run workers out; and opening waits (``OPEN_WAIT_S``) while
+  another process holds the path, so a run starting during a sensor's tick takes its turn.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from typing import Optional
 
@@ -36,14 +38,28 @@ def is_embedded(dsn: str) -> bool:
     return dsn.startswith("chdb:")
 
 
-def embedded_client(dsn: str, database: Optional[str] = None) -> Client:
-    """The process-wide client for an embedded (chdb) DSN, created on first use."""
+#: How long opening an embedded engine waits for another process to release its data path: a
+#: sensor tick reading the history (the code server) and a run starting meanwhile take turns.
+OPEN_WAIT_S = 60.0
+_HELD_ELSEWHERE = "Unable to open the chdb engine"
+
+
+def embedded_client(dsn: str, database: Optional[str] = None, *, wait_s: float = OPEN_WAIT_S) -> Client:
+    """The process-wide client for an embedded (chdb) DSN, created on first use. When another
+    process holds the data path, opening is retried for up to ``wait_s`` (processes hold it only
+    for a run or a tick), then the engine's error is raised."""
     key = (dsn, database)
+    deadline = time.monotonic() + wait_s
     with _lock:
         client = _embedded_clients.get(key)
-        if client is None:
-            client = clickhouse_connect.get_client(dsn=dsn, database=database)
-            _embedded_clients[key] = client
+        while client is None:
+            try:
+                client = clickhouse_connect.get_client(dsn=dsn, database=database)
+            except Exception as exc:  # noqa: BLE001 - only "held by another process" is retried
+                if _HELD_ELSEWHERE not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.25)
+        _embedded_clients[key] = client
         return client
 
 
