@@ -31,6 +31,7 @@ from offset_pipeline.resources.mirrors import MirrorPositionGroup, MirrorsResour
 from offset_pipeline.sensors.stale_partitions import evaluate_stale_tick
 from tests.conftest import wait_for
 from tests.test_commit_asset import decision_lines
+from tests.test_dashboards import check_every_panel
 from tests.test_standby_group_io import Member
 
 pytestmark = pytest.mark.kafka
@@ -235,6 +236,11 @@ def test_a_quiet_low_traffic_partition_is_fast_forwarded_and_fails_over_clean(ka
         after = stack.metric_rows(group)[-1]
         assert (after["status"], after["synced"], after["sync_status"]) == ("caught_up", True, "InSync")
         assert committed(idc2, group, topic) == t
+        # ... and Grafana shows it (the panels' SQL run as the plugin would)
+        title = "Fast-forwards of stale low-traffic partitions"
+        panels = check_every_panel(stack.client, group, topic, with_rows={title})
+        [shown] = panels[title]
+        assert shown[1:4] == (group, topic, 0) and shown[6:8] == ("fast_forwarded", "") and shown[9] == t
     finally:
         member.close()
 

@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from offset_pipeline.storage.fast_forwards import TABLE as FAST_FORWARDS
 from offset_pipeline.storage.metrics import ROLLUP, TABLE
 
 DATASOURCE = {"type": "grafana-clickhouse-datasource", "uid": "offset-pipeline-clickhouse"}
@@ -38,6 +39,7 @@ class Panel:
     sql: str
     description: str = ""
     columns: tuple[str, ...] = ()  # what the query returns, in order (tests check it)
+    sparse: bool = False  # rows only when something happened (a fast-forward): may be empty
 
 
 def _convergence(by: str, label: str) -> str:
@@ -111,6 +113,17 @@ OVERVIEW = [
     ), "Timestamp inversions: searches whose first record had a later timestamp (duplicate risk). Stalled "
        "mirror: partitions whose active log grew while the standby's did not, over the last minutes.",
         ("time", "in_sync_share", "broken", "timestamp_inversions", "mirror_stalled")),
+    Panel("Fast-forwards of stale low-traffic partitions", "table", (
+        "SELECT checked_at AS time, group_id AS group, topic, partition, active, standby, outcome, rejection, "
+        "previous_offset, new_offset, stable_for_s, reason "
+        f"FROM {FAST_FORWARDS} WHERE $__timeFilter(checked_at) AND active IN (${{cluster:singlequote}}) "
+        "AND group_id IN (${group:singlequote}) AND topic IN (${topic:singlequote}) "
+        "ORDER BY checked_at DESC, group, topic, partition LIMIT 500"
+    ), "Every partition a fast-forward run looked at (DESIGN.md §4.3): fast_forwarded to the standby log end, "
+       "unchanged, dry_run, or left_alone with the live condition that failed (receiving_data, group_has_lag, "
+       "mirror_behind, ...). The stale_partition_sensor's skip reasons and tick logs say why others were not asked.",
+        ("time", "group", "topic", "partition", "active", "standby", "outcome", "rejection", "previous_offset",
+         "new_offset", "stable_for_s", "reason"), sparse=True),
 ]
 
 VARIABLES = [
