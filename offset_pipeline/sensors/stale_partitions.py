@@ -14,7 +14,7 @@ newest snapshot time seen, and the last tick's counts):
    is requested once, and a moved log end makes a new request.
 
 When nothing qualifies, the ``SkipReason`` counts the rejections by name and lists the first ones
-with their reason; every rejection is also logged on the tick. With the embedded ClickHouse
+with their reason; every rejection (up to ``LOGGED_REJECTIONS``) is also logged, once per snapshot. With the embedded ClickHouse
 (chdb: one process at a time) the sensor does not read while a sync or fast-forward run holds it.
 """
 
@@ -144,7 +144,9 @@ def evaluate_stale_tick(context, now_ms: int, clickhouse: ClickHouseResource, cl
     verdicts = _with_live_reads(verdicts, clusters, mirrors, now_ms, window_s, marker_slack, context.log)
 
     rejected = [v for v in verdicts if not v.candidate]
-    for v in rejected[:LOGGED_REJECTIONS]:
+    # Logged once per snapshot: ticks in between re-read only the partitions waiting for their window.
+    logged = rejected[:LOGGED_REJECTIONS] if cursor.get("newest_snapshot_ms") != newest else []
+    for v in logged:
         h = v.history
         context.log.info(f"stale-partition rejected group={h.group_id!r} topic={h.topic!r} partition={h.partition} "
                          f"{h.active}->{h.standby}: {v.rejection.value}: {v.detail}")
