@@ -30,7 +30,7 @@ import dagster as dg
 from offset_pipeline.jobs import SYNC_CONCURRENCY_TAG, offset_fast_forward_job
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.mirrors import MirrorsResource
-from offset_pipeline.sensors.sync_cadence import IN_FLIGHT
+from offset_pipeline.sensors.sync_cadence import IN_FLIGHT, sync_interval_s
 from offset_pipeline.settings import stale_window_s
 from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges
 from offset_pipeline.stale_candidates import LogEnds, Rejection, StaleVerdict, classify, skip_reason
@@ -157,10 +157,11 @@ def evaluate_stale_tick(context, now_ms: int, clickhouse: ClickHouseResource, cl
     counts = Counter(v.rejection.value for v in rejected)
     summary = f"{sum(map(len, by_group.values()))} candidates in {len(by_group)} groups; " + (
         ", ".join(f"{n} {r}" for r, n in counts.most_common()) or "nothing rejected")
-    # Waiting: quiet, no lag, only the window (or a mirror) missing: the next tick reads them live
-    # again even without a new snapshot, so a fast-forward follows the window by one tick, not a cycle.
-    waiting = sum(1 for v in rejected if v.rejection in (Rejection.RECEIVING_DATA, Rejection.SHORT_HISTORY,
-                                                         Rejection.MIRROR_UNKNOWN, Rejection.MIRROR_BEHIND))
+    # Waiting: quiet, no lag, and the window ends before the next snapshot is due: later ticks read
+    # them live again without a new snapshot, so a fast-forward follows the window by one tick, not
+    # one cycle. Busy partitions never count: their quiet restarts at every snapshot.
+    next_snapshot_ms = now_ms + sync_interval_s() * 1000
+    waiting = sum(1 for v in rejected if v.quiet_by(next_snapshot_ms, window_s))
     new_cursor = json.dumps({"newest_snapshot_ms": newest, "evaluated_at_ms": now_ms, "summary": summary,
                              "rejections": dict(counts), "waiting": waiting})
     if not by_group:
