@@ -14,8 +14,9 @@ text built from data: group ids may hold any character.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import astuple, dataclass, fields
-from datetime import datetime, timezone
+from dataclasses import dataclass
+
+from offset_pipeline.storage.row_inserts import columns_of, insert_dataclass_rows
 
 TABLE = "offset_commits"
 
@@ -78,7 +79,7 @@ class CommitRow:
         return self.decision == SYNCED_UNCHANGED or (self.decision in SYNCED_WRITES and self.applied)
 
 
-COLUMNS = ["cycle_time" if f.name == "cycle_time_ms" else f.name for f in fields(CommitRow)]
+COLUMNS = columns_of(CommitRow, "cycle_time_ms")
 
 
 def ensure_table(client) -> None:
@@ -86,14 +87,7 @@ def ensure_table(client) -> None:
 
 
 def insert_rows(client, rows: Iterable[CommitRow]) -> int:
-    data = []
-    for row in rows:
-        values = list(astuple(row))
-        values[1] = datetime.fromtimestamp(values[1] / 1000.0, tz=timezone.utc)
-        data.append(values)
-    if data:
-        client.insert(TABLE, data, column_names=COLUMNS)
-    return len(data)
+    return insert_dataclass_rows(client, TABLE, rows, COLUMNS, COLUMNS.index("cycle_time"))
 
 
 def newest_synced_cycle_times(client, group_ids: Iterable[str]) -> dict[str, float]:

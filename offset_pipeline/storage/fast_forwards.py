@@ -14,9 +14,9 @@ Inserts use clickhouse-connect's column binding; queries are parameterized.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import astuple, dataclass, fields
-from datetime import datetime, timezone
+from dataclasses import dataclass
 
+from offset_pipeline.storage.row_inserts import columns_of, insert_dataclass_rows
 from offset_pipeline.translation import CaughtUpPoint
 
 TABLE = "offset_fast_forwards"
@@ -92,7 +92,7 @@ class FastForwardRow:
     error: str | None = None
 
 
-COLUMNS = ["checked_at" if f.name == "checked_at_ms" else f.name for f in fields(FastForwardRow)]
+COLUMNS = columns_of(FastForwardRow, "checked_at_ms")
 
 
 def ensure_table(client) -> None:
@@ -100,14 +100,7 @@ def ensure_table(client) -> None:
 
 
 def insert_rows(client, rows: Iterable[FastForwardRow]) -> int:
-    data = []
-    for row in rows:
-        values = list(astuple(row))
-        values[1] = datetime.fromtimestamp(values[1] / 1000.0, tz=timezone.utc)
-        data.append(values)
-    if data:
-        client.insert(TABLE, data, column_names=COLUMNS)
-    return len(data)
+    return insert_dataclass_rows(client, TABLE, rows, COLUMNS, COLUMNS.index("checked_at"))
 
 
 PointKey = tuple[str, str, int, str, str]  # group, topic, partition, active, standby
