@@ -9,7 +9,12 @@ from __future__ import annotations
 import dagster as dg
 
 from offset_pipeline.assets import all_assets
-from offset_pipeline.jobs import offset_fast_forward_job, offset_sync_job
+from offset_pipeline.jobs import (
+    offset_failover_audit_job,
+    offset_failover_audit_schedule,
+    offset_fast_forward_job,
+    offset_sync_job,
+)
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.sensors import all_sensors
 from offset_pipeline.resources.mirrors import MirrorPositionGroup, MirrorsResource
@@ -50,7 +55,8 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
 
 defs = dg.Definitions(
     assets=all_assets,
-    jobs=[offset_sync_job, offset_fast_forward_job],
+    jobs=[offset_sync_job, offset_fast_forward_job, offset_failover_audit_job],
+    schedules=[offset_failover_audit_schedule],
     sensors=all_sensors,
     resources=build_resources(read_settings()),
 )

@@ -27,3 +27,15 @@ offset_fast_forward_job = dg.define_asset_job(
     description="Fast-forward one group's quiet low-traffic partitions to the standby log end, re-checked live "
                 "(requested by stale_partition_sensor).",
 )
+
+offset_failover_audit_job = dg.define_asset_job(
+    "offset_failover_audit_job",
+    selection=dg.AssetSelection.assets("offset_failover_audit"),
+    executor_def=dg.in_process_executor,
+    description="Audit what a failover at every snapshot of the selected day(s) would have cost.",
+)
+
+offset_failover_audit_schedule = dg.build_schedule_from_partitioned_job(
+    offset_failover_audit_job, hour_of_day=0, minute_of_hour=20, default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Audits the latest complete UTC day, 20 minutes after midnight.",
+)

@@ -188,3 +188,29 @@ def stale_window_s(env: Mapping[str, str] | None = None) -> float:
     if not value > 0:
         raise ValueError(f"OFFSET_PIPELINE_STALE_WINDOW_S={text!r}: expected a positive number of seconds")
     return value
+
+
+def audit_start_date(env: Mapping[str, str] | None = None) -> str:
+    """``OFFSET_PIPELINE_AUDIT_START_DATE`` (YYYY-MM-DD, default 2026-01-01): the first day the audit's
+    daily partitions offer. Checked at load time."""
+    from datetime import date
+
+    text = _get(os.environ if env is None else env, "OFFSET_PIPELINE_AUDIT_START_DATE") or "2026-01-01"
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"OFFSET_PIPELINE_AUDIT_START_DATE={text!r}: expected YYYY-MM-DD") from None
+    return text
+
+
+def mirror_exactly_once(env: Mapping[str, str] | None = None) -> bool:
+    """``OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE``: the data mirrors copy each record once, in order (the
+    devstack mirror; MirrorMaker 2 with exactly-once). Default off: the audit then reads more."""
+    text = _get(os.environ if env is None else env, "OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE")
+    if text is None:
+        return False
+    if text.lower() in _TRUE:
+        return True
+    if text.lower() in _FALSE:
+        return False
+    raise ValueError(f"OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE={text!r}: expected one of {', '.join(_TRUE + _FALSE)}")

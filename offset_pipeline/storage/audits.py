@@ -1,0 +1,70 @@
+"""The ``offset_failover_audits`` table: what a failover at each past snapshot would have cost.
+
+One row per audit window (a UTC day), snapshot, group and partition: ``c``, ``t``, the standby log
+end then, ``status`` (``audited``, ``records_deleted``, ``needs_wider_read``, ``no_standby_offset``,
+...), ``lost`` / ``duplicated`` with the first standby offsets of each, the translation's strategy
+in that cycle, and the reason. Idempotent per window: :func:`replace_window` deletes the window's
+rows, then inserts the new ones (re-running a partition replaces, never doubles). Parameterized
+queries and column binding only.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+TABLE = "offset_failover_audits"
+
+DDL = f"""
+CREATE TABLE IF NOT EXISTS {TABLE}
+(
+    window_date        Date,
+    snapshot_id        String,
+    snapshot_time      DateTime64(3, 'UTC'),
+    group_id           String,
+    topic              String,
+    partition          UInt32,
+    active             LowCardinality(String),
+    standby            LowCardinality(String),
+    committed          Nullable(Int64),
+    standby_committed  Nullable(Int64),
+    standby_end_at     Nullable(Int64),
+    strategy           LowCardinality(String),
+    status             LowCardinality(String),
+    lost               Nullable(Int64),
+    duplicated         Nullable(Int64),
+    lost_offsets       Array(Int64),
+    duplicated_offsets Array(Int64),
+    reason             String,
+    margin             Int64,
+    records_read       Int64,
+    audited_at         DateTime64(3, 'UTC')
+)
+ENGINE = MergeTree
+PARTITION BY window_date
+ORDER BY (group_id, topic, partition, snapshot_time)
+"""
+
+COLUMNS = [
+    "window_date", "snapshot_id", "snapshot_time", "group_id", "topic", "partition", "active", "standby", "committed",
+    "standby_committed", "standby_end_at", "strategy", "status", "lost", "duplicated", "lost_offsets",
+    "duplicated_offsets", "reason", "margin", "records_read", "audited_at",
+]
+
+
+def ensure_table(client) -> None:
+    client.command(DDL)
+
+
+def replace_window(client, window: date, rows: list[dict], audited_at_ms: int) -> int:
+    """Delete the window's rows, then insert ``rows`` (dicts with the audit's result columns)."""
+    client.command(f"DELETE FROM {TABLE} WHERE window_date = {{d:Date}}", parameters={"d": window},
+                   settings={"lightweight_deletes_sync": 2})
+    data = []
+    audited_at = datetime.fromtimestamp(audited_at_ms / 1000, tz=timezone.utc)
+    for r in rows:
+        values = {**r, "window_date": window, "audited_at": audited_at,
+                  "snapshot_time": datetime.fromtimestamp(r["snapshot_time"] / 1000, tz=timezone.utc)}
+        data.append([values[c] for c in COLUMNS])
+    if data:
+        client.insert(TABLE, data, column_names=COLUMNS)
+    return len(data)
