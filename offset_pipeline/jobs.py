@@ -5,6 +5,8 @@ because a cycle's steps read each other's rows in order. The concurrency tag let
 hold every sync run behind the one in progress (deploy/dagster.yaml), manual launches included.
 """
 
+from datetime import datetime, timedelta, timezone
+
 import dagster as dg
 
 SYNC_CONCURRENCY_TAG = "offset_pipeline/sync"
@@ -35,7 +37,18 @@ offset_failover_audit_job = dg.define_asset_job(
     description="Audit what a failover at every snapshot of the selected day(s) would have cost.",
 )
 
-offset_failover_audit_schedule = dg.build_schedule_from_partitioned_job(
-    offset_failover_audit_job, hour_of_day=0, minute_of_hour=20, default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="Audits the latest complete UTC day, 20 minutes after midnight.",
+
+
+def latest_complete_day(scheduled: datetime) -> str:
+    """The partition key of the last UTC day complete at ``scheduled``."""
+    return (scheduled.astimezone(timezone.utc).date() - timedelta(days=1)).isoformat()
+
+
+@dg.schedule(
+    job=offset_failover_audit_job, cron_schedule="20 0 * * *", execution_timezone="UTC",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Audits the latest complete UTC day, 20 minutes after midnight (its snapshots are all in).",
 )
+def offset_failover_audit_schedule(context: dg.ScheduleEvaluationContext):
+    day = latest_complete_day(context.scheduled_execution_time)
+    return dg.RunRequest(run_key=f"audit-{day}", partition_key=day)

@@ -28,7 +28,8 @@ from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, 
 from offset_pipeline.settings import audit_start_date, mirror_exactly_once, topic_shapes
 from offset_pipeline.storage import audits, snapshots, translations
 
-AUDIT_PARTITIONS = dg.DailyPartitionsDefinition(start_date=audit_start_date(), timezone="UTC")
+# end_offset=1: today is offered too (audited so far, on demand); the schedule audits yesterday.
+AUDIT_PARTITIONS = dg.DailyPartitionsDefinition(start_date=audit_start_date(), timezone="UTC", end_offset=1)
 NO_LOSS_CHECK = "no_loss_in_window"
 LISTED = 50
 

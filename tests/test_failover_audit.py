@@ -1,0 +1,212 @@
+"""The failover audit on the real clusters (issue 6): a deliberately wrong standby offset is reported
+with exactly the records it would lose; correct sync audits to 0 lost and to the duplicates a real
+failover then reads; re-running a day replaces its rows."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from datetime import datetime, timezone
+
+import dagster as dg
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from offset_pipeline.assets import offset_failover_audit, offset_snapshot, offset_standby_commits, offset_translations
+from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
+from tests.conftest import wait_for
+from tests.test_standby_group_io import Member
+
+pytestmark = pytest.mark.kafka
+
+
+class AuditStack:
+    def __init__(self, kafka_pair, chdb_dsn, group: str, topic: str):
+        self.group, self.topic = group, topic
+        self.resources = {
+            "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=kafka_pair.bootstrap("idc1")),
+            "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=kafka_pair.bootstrap("idc2")),
+            "clickhouse": ClickHouseResource(dsn=chdb_dsn),
+            "spark": SparkResource(),
+        }
+        self.instance = dg.DagsterInstance.ephemeral()
+
+    @property
+    def client(self):
+        return self.resources["clickhouse"].get_client()
+
+    def cycle(self) -> None:
+        result = dg.materialize(
+            [offset_snapshot, offset_translations, offset_standby_commits], resources=self.resources,
+            instance=self.instance, run_config={"ops": {
+                "offset_snapshot": {"config": {"group_include": f"^{re.escape(self.group)}$"}},
+                "offset_translations": {"config": {"topic_shapes": {self.topic: "two_way"}, "detect_shapes": False}},
+            }},
+        )
+        assert result.success
+
+    def audit(self) -> dg.ExecuteInProcessResult:
+        day = datetime.now(timezone.utc).date().isoformat()
+        result = dg.materialize(
+            [offset_failover_audit], resources=self.resources, instance=self.instance, partition_key=day,
+            run_config={"ops": {"offset_failover_audit": {"config": {
+                "exactly_once_mirror": True, "topic_shapes": {self.topic: "two_way"}}}}},
+            raise_on_error=False,
+        )
+        assert result.success
+        return result
+
+    def rows(self) -> list[dict]:
+        names = ["snapshot_time", "committed", "standby_committed", "standby_end_at", "status", "lost", "duplicated",
+                 "lost_offsets", "duplicated_offsets", "strategy", "reason"]
+        rows = self.client.query(
+            f"SELECT {', '.join(names)} FROM offset_failover_audits WHERE group_id = {{g:String}} ORDER BY snapshot_time",
+            parameters={"g": self.group},
+        ).result_rows
+        return [dict(zip(names, r)) for r in rows]
+
+
+def produce(bootstrap: str, topic: str, values: list[str]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 3})
+    for value in values:
+        producer.produce(topic, value=value.encode(), partition=0)
+    assert producer.flush(30) == 0
+
+
+def records(bootstrap: str, topic: str) -> list[tuple[int, str]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4().hex}", "log_level": 3,
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    try:
+        _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        out, deadline = [], time.monotonic() + 30
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                if consumer.position([TopicPartition(topic, 0)])[0].offset >= end:
+                    break
+                continue
+            if msg.error():
+                continue
+            if msg.offset() >= end:
+                break
+            out.append((msg.offset(), msg.value().decode()))
+        return out
+    finally:
+        consumer.close()
+
+
+def mirrored(kafka_pair, topic: str) -> None:
+    wait_for(lambda: {v for _, v in records(kafka_pair.bootstrap("idc1"), topic)}
+             == {v for _, v in records(kafka_pair.bootstrap("idc2"), topic)}, timeout=60, what="mirrored both ways")
+
+
+def commit_as_group(bootstrap: str, group: str, topic: str, offset: int) -> None:
+    """A commit by hand on a group without members (as an operator would with kafka-consumer-groups)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "log_level": 3})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+@pytest.fixture
+def two_way(kafka_pair, session_mirrors, chdb_dsn, topic_name):
+    """A two-way topic with records from both sides, and a group on idc1 that read part of it."""
+    topic = kafka_pair.create_topic(topic_name, partitions=1)
+    idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    produce(idc2, topic, [f"b{i}" for i in range(3)])
+    mirrored(kafka_pair, topic)
+    produce(idc1, topic, [f"a{i}" for i in range(6)])
+    produce(idc2, topic, [f"b{i}" for i in range(3, 5)])
+    mirrored(kafka_pair, topic)
+    return topic, AuditStack(kafka_pair, chdb_dsn, f"audited '{uuid.uuid4().hex[:6]}'", topic)
+
+
+def test_a_standby_offset_set_too_high_reports_exactly_the_records_it_loses(kafka_pair, two_way):
+    topic, stack = two_way
+    idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    on_a = records(idc1, topic)
+    c = next(o for o, v in on_a if v == "a3")  # processed: everything before a3 on idc1
+    member = Member(idc1, stack.group, topic)
+    try:
+        member.commit(topic, {0: c})
+        stack.cycle()
+        stack.cycle()
+        on_b = records(idc2, topic)
+        wrong = len(on_b) and max(o for o, _ in on_b) + 1  # the standby's log end: too high
+        commit_as_group(idc2, stack.group, topic, wrong)
+        stack.cycle()  # its snapshot sees the wrong offset (the sync never moves it back)
+    finally:
+        member.close()
+    processed = {v for o, v in on_a if o < c}
+    expected_lost = [o for o, v in on_b if o < wrong and v not in processed]
+    assert expected_lost  # a3, a4, a5 and b3, b4 are not processed on idc1... as far as idc1 knows
+
+    result = stack.audit()
+    rows = stack.rows()
+    last = rows[-1]
+    assert (last["committed"], last["standby_committed"], last["status"]) == (c, wrong, "audited"), last["reason"]
+    assert last["lost"] == len(expected_lost) and list(last["lost_offsets"]) == expected_lost
+    [check] = result.get_asset_check_evaluations()
+    assert not check.passed and check.severity is dg.AssetCheckSeverity.ERROR
+    synced = [r for r in rows if r["standby_committed"] not in (None, wrong)]
+    assert synced and all(r["status"] == "audited" and r["lost"] == 0 for r in synced)  # the synced moments lose nothing
+
+
+def test_correct_sync_loses_nothing_and_duplicates_what_a_failover_reads_again(kafka_pair, two_way):
+    topic, stack = two_way
+    idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    on_a = records(idc1, topic)
+    c = next(o for o, v in on_a if v == "a3")
+    member = Member(idc1, stack.group, topic)
+    try:
+        member.commit(topic, {0: c})
+        stack.cycle()
+        stack.cycle()
+    finally:
+        member.close()
+    stack.cycle()  # the moment audited last: group stopped, its offsets synced
+    result = stack.audit()
+    rows = stack.rows()
+    # the first snapshot saw no standby offset yet (said, not counted); the synced ones lose nothing
+    assert rows[0]["status"] == "no_standby_offset" and rows[0]["lost"] is None
+    assert len(rows) == 3 and all(r["status"] == "audited" and r["lost"] == 0 for r in rows[1:]), [r["reason"] for r in rows]
+    [check] = result.get_asset_check_evaluations()
+    assert check.passed
+    last = rows[-1]
+
+    # The failover itself: the group resumes on idc2 at its synced offset.
+    processed = {v for o, v in on_a if o < c}
+    resumed = Consumer({"bootstrap.servers": idc2, "group.id": stack.group, "auto.offset.reset": "earliest",
+                        "enable.auto.commit": False, "isolation.level": "read_committed", "log_level": 3})
+    expected = [o for o, _ in records(idc2, topic) if last["standby_committed"] <= o < last["standby_end_at"]]
+    read = []
+    try:
+        resumed.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(read) < len(expected):
+            msg = resumed.poll(0.5)
+            if msg is not None and not msg.error():
+                read.append((msg.offset(), msg.value().decode()))
+    finally:
+        resumed.close()
+    again = [o for o, v in read if v in processed]
+    assert last["duplicated"] == len(again) and list(last["duplicated_offsets"]) == again
+
+
+def test_re_running_a_day_replaces_its_rows(kafka_pair, two_way):
+    topic, stack = two_way
+    member = Member(kafka_pair.bootstrap("idc1"), stack.group, topic)
+    try:
+        member.commit(topic, {0: 2})
+        stack.cycle()
+        stack.cycle()
+    finally:
+        member.close()
+    stack.audit()
+    first = stack.rows()
+    stack.audit()
+    assert stack.rows() == first and len(first) == 2
+    assert stack.client.query("SELECT count() FROM offset_failover_audits").result_rows == [(2,)]
