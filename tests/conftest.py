@@ -43,11 +43,11 @@ def wait_for(predicate, timeout=60.0, what="condition"):
 
 
 @contextmanager
-def stopped_by_sigterm(cmd: list[str], log_path: Path):
+def stopped_by_sigterm(cmd: list[str], log_path: Path, env: dict | None = None):
     """Run a CLI in its own process group for the ``with`` body, then SIGTERM it and require a
     clean exit (code 0); a process that hangs is killed so no test leaves one behind."""
     with open(log_path, "wb") as log_file:
-        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, env=env)
         try:
             yield proc
             os.kill(proc.pid, signal.SIGTERM)

@@ -1,0 +1,121 @@
+"""Backfilling the failover audit over several days, through Dagster's own machinery (issue 6): the
+CLI's partition range (one run, the single-run backfill policy) and an asset backfill as the UI
+launches it, processed by a real ``dagster-daemon`` that launches the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from offset_pipeline.devstack.paths import REPO_ROOT
+from offset_pipeline.resources import ClickHouseResource, close_embedded_clients
+from tests.conftest import stopped_by_sigterm
+from tests.test_failover_audit import AuditStack, mirrored, produce
+from tests.test_standby_group_io import Member
+
+pytestmark = pytest.mark.kafka
+
+CONFIG = {"exactly_once_mirror": True}
+
+
+def days_back(n: int) -> list[str]:
+    today = datetime.now(timezone.utc).date()
+    return [(today - timedelta(days=i)).isoformat() for i in range(n - 1, -1, -1)]
+
+
+@pytest.fixture
+def audited_world(kafka_pair, session_mirrors, chdb_dsn, topic_name, tmp_path):
+    """Today's snapshots of one synced group, and the environment a Dagster process needs to audit them."""
+    topic = kafka_pair.create_topic(topic_name, partitions=1)
+    idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    produce(idc2, topic, ["b0", "b1"])
+    produce(idc1, topic, ["a0", "a1", "a2"])
+    mirrored(kafka_pair, topic)
+    stack = AuditStack(kafka_pair, chdb_dsn, f"backfilled-{topic_name[-6:]}", topic)
+    member = Member(idc1, stack.group, topic)
+    try:
+        member.commit(topic, {0: 3})
+        stack.cycle()
+        stack.cycle()
+    finally:
+        member.close()
+    close_embedded_clients()  # the Dagster processes below open the engine's folder
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFSET_PIPELINE_")}
+    env.update(
+        DAGSTER_HOME=str(home), OFFSET_PIPELINE_IDC1_BOOTSTRAP=idc1, OFFSET_PIPELINE_IDC2_BOOTSTRAP=idc2,
+        OFFSET_PIPELINE_CLICKHOUSE_DSN=chdb_dsn, OFFSET_PIPELINE_TOPIC_SHAPES=f"{topic}=two_way",
+        OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE="1", PYSPARK_PYTHON=sys.executable,
+    )
+    return stack, env, home
+
+
+def audited_days(chdb_dsn: str) -> dict[str, int]:
+    client = ClickHouseResource(dsn=chdb_dsn).get_client()
+    try:
+        rows = client.query("SELECT toString(window_date), count() FROM offset_failover_audits GROUP BY 1").result_rows
+    finally:
+        close_embedded_clients()
+    return dict(rows)
+
+
+def test_the_cli_audits_a_range_of_days_in_one_run(audited_world, chdb_dsn):
+    stack, env, home = audited_world
+    days = days_back(3)
+    dagster = Path(sys.executable).with_name("dagster")
+    done = subprocess.run(
+        [str(dagster), "asset", "materialize", "-m", "offset_pipeline.definitions", "--select", "offset_failover_audit",
+         "--partition-range", f"{days[0]}...{days[-1]}",
+         "--config-json", json.dumps({"ops": {"offset_failover_audit": {"config": CONFIG}}})],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        [run] = instance.get_runs()
+        assert run.status is dg.DagsterRunStatus.SUCCESS
+        assert (run.tags["dagster/asset_partition_range_start"], run.tags["dagster/asset_partition_range_end"]) == (
+            days[0], days[-1])
+    assert audited_days(chdb_dsn) == {days[-1]: 2}  # two snapshots today; the days before had none
+
+
+def test_an_asset_backfill_over_several_days_runs_through_the_daemon(audited_world, chdb_dsn, tmp_path):
+    from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
+    from dagster._core.utils import make_new_backfill_id
+
+    from offset_pipeline.definitions import defs
+
+    stack, env, home = audited_world
+    days = days_back(3)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        backfill = PartitionBackfill.from_asset_partitions(
+            backfill_id=make_new_backfill_id(), asset_graph=defs.resolve_asset_graph(), partition_names=days,
+            asset_selection=[dg.AssetKey("offset_failover_audit")], backfill_timestamp=time.time(), tags={},
+            dynamic_partitions_store=instance, all_partitions=False, title="audit backfill",
+            description="three days, as launched from the UI", run_config={"ops": {"offset_failover_audit": {
+                "config": CONFIG}}},
+        )
+        instance.add_backfill(backfill)
+        daemon = Path(sys.executable).with_name("dagster-daemon")
+        with stopped_by_sigterm([str(daemon), "run", "-w", str(REPO_ROOT / "workspace.yaml")],
+                                tmp_path / "daemon.log", env=env) as _:
+            deadline = time.monotonic() + 420
+            while time.monotonic() < deadline:
+                status = instance.get_backfill(backfill.backfill_id).status
+                if status not in (BulkActionStatus.REQUESTED,):
+                    break
+                time.sleep(2)
+        final = instance.get_backfill(backfill.backfill_id)
+        assert final.status is BulkActionStatus.COMPLETED_SUCCESS, (final.status, (tmp_path / "daemon.log").read_text()[-3000:])
+        runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill.backfill_id}))
+        assert len(runs) == 1 and runs[0].status is dg.DagsterRunStatus.SUCCESS  # the range in one run
+        assert runs[0].tags["dagster/asset_partition_range_start"] == days[0]
+    assert audited_days(chdb_dsn) == {days[-1]: 2}
