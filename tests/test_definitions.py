@@ -199,3 +199,35 @@ def test_the_stale_sensor_gets_its_resources_and_says_why_it_skips(chdb_dsn):
         result = sensor(context)
     assert isinstance(result, dg.SkipReason)
     assert "no snapshot yet" in result.skip_message
+
+
+def test_the_audit_is_daily_with_a_single_run_backfill_policy_a_check_and_a_schedule():
+    from datetime import datetime, timezone
+
+    from offset_pipeline.jobs import latest_complete_day
+
+    audit = defs.resolve_assets_def("offset_failover_audit")
+    assert isinstance(audit.partitions_def, dg.DailyPartitionsDefinition)
+    assert audit.backfill_policy == dg.BackfillPolicy.single_run()
+    assert {c.name for c in audit.check_keys} == {"no_loss_in_window"}
+    schedule = defs.resolve_schedule_def("offset_failover_audit_schedule")
+    assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING and schedule.cron_schedule == "20 0 * * *"
+    assert latest_complete_day(datetime(2026, 11, 22, 0, 20, tzinfo=timezone.utc)) == "2026-11-21"
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(instance=instance, repository_def=defs.get_repository_def(),
+                                            scheduled_execution_time=datetime(2026, 11, 22, 0, 20, tzinfo=timezone.utc))
+        [request] = schedule.evaluate_tick(context).run_requests
+    assert (request.partition_key, request.run_key) == ("2026-11-21", "audit-2026-11-21")
+
+
+def test_audit_settings_from_the_environment():
+    from offset_pipeline.settings import audit_start_date, mirror_exactly_once
+
+    assert audit_start_date({}) == "2026-01-01"
+    assert audit_start_date({"OFFSET_PIPELINE_AUDIT_START_DATE": "2025-06-30"}) == "2025-06-30"
+    with pytest.raises(ValueError, match="OFFSET_PIPELINE_AUDIT_START_DATE"):
+        audit_start_date({"OFFSET_PIPELINE_AUDIT_START_DATE": "yesterday"})
+    assert mirror_exactly_once({}) is False
+    assert mirror_exactly_once({"OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE": "yes"}) is True
+    with pytest.raises(ValueError, match="OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE"):
+        mirror_exactly_once({"OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE": "maybe"})
