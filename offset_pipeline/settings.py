@@ -135,14 +135,19 @@ def dry_run_default(env: Mapping[str, str] | None = None) -> bool:
     Accepts 1/true/yes/on and 0/false/no/off in any case; anything else fails at load time with
     the value named, so a typo never silently turns commits on.
     """
-    text = _get(os.environ if env is None else env, "OFFSET_PIPELINE_DRY_RUN")
+    return _flag(env, "OFFSET_PIPELINE_DRY_RUN")
+
+
+def _flag(env: Mapping[str, str] | None, name: str) -> bool:
+    """A yes/no variable (unset or empty: False); anything unrecognized fails, naming the value."""
+    text = _get(os.environ if env is None else env, name)
     if text is None:
         return False
     if text.lower() in _TRUE:
         return True
     if text.lower() in _FALSE:
         return False
-    raise ValueError(f"OFFSET_PIPELINE_DRY_RUN={text!r}: expected one of {', '.join(_TRUE + _FALSE)}")
+    raise ValueError(f"{name}={text!r}: expected one of {', '.join(_TRUE + _FALSE)}")
 
 
 def mirror_position_groups(env: Mapping[str, str] | None = None) -> list[dict[str, str]]:
@@ -206,11 +211,4 @@ def audit_start_date(env: Mapping[str, str] | None = None) -> str:
 def mirror_exactly_once(env: Mapping[str, str] | None = None) -> bool:
     """``OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE``: the data mirrors copy each record once, in order (the
     devstack mirror; MirrorMaker 2 with exactly-once). Default off: the audit then reads more."""
-    text = _get(os.environ if env is None else env, "OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE")
-    if text is None:
-        return False
-    if text.lower() in _TRUE:
-        return True
-    if text.lower() in _FALSE:
-        return False
-    raise ValueError(f"OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE={text!r}: expected one of {', '.join(_TRUE + _FALSE)}")
+    return _flag(env, "OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE")

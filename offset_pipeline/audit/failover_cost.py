@@ -187,24 +187,18 @@ def failover_cost(region: ReadRegion, c: int | None, t: int | None, standby_end_
     # Duplicates: [t, end at T), read completely.
     duplicated = []
     for record in records[mid:hi]:
-        position = _active_position(region, record)
-        if position is None:
-            return _position_unknown(record, region)
-        below = _below(position, c, region)
-        if below is None:
-            return _undecided(record, region)
+        below = _processed(region, record, c)
+        if isinstance(below, FailoverCost):
+            return below
         if below:
             duplicated.append(record.offset)
 
     # Losses: below t, down to a record proving everything below it is processed.
     lost, proven = [], False
     for record in reversed(records[lo:mid]):
-        position = _active_position(region, record)
-        if position is None:
-            return _position_unknown(record, region)
-        below = _below(position, c, region)
-        if below is None:
-            return _undecided(record, region)
+        below = _processed(region, record, c)
+        if isinstance(below, FailoverCost):
+            return below
         if not below:
             lost.append(record.offset)
             continue
@@ -227,6 +221,16 @@ def failover_cost(region: ReadRegion, c: int | None, t: int | None, standby_end_
         f"c={c}, t={t}, standby end then {end}: {len(lost)} lost, {len(duplicated)} duplicated",
         tuple(lost[:LISTED_OFFSETS]), tuple(duplicated[:LISTED_OFFSETS]),
     )
+
+
+def _processed(region: ReadRegion, record: StandbyRecord, c: int) -> bool | FailoverCost:
+    """Whether the group had processed the record (its copy on A is below ``c``), or the status
+    that says why the regions cannot tell."""
+    position = _active_position(region, record)
+    if position is None:
+        return _position_unknown(record, region)
+    below = _below(position, c, region)
+    return _undecided(record, region) if below is None else below
 
 
 def _undecided(record: StandbyRecord, region: ReadRegion) -> FailoverCost:
