@@ -129,6 +129,8 @@ def _active_position(region: ReadRegion, record: StandbyRecord) -> float | None:
         return None
     if record.offset in region.active_copies:
         return float(region.active_copies[record.offset])
+    if region.active_from <= 0 == region.active_log_start:
+        return _INF  # A read from its very start (nothing deleted) holds no copy: the first is later, if any
     copied = region._copied
     if not region.exactly_once_mirror and not region.active_read_whole:
         return None  # a later copy may be all the region holds
@@ -136,9 +138,6 @@ def _active_position(region: ReadRegion, record: StandbyRecord) -> float | None:
         # copies are in B's order: below every found copy, or above every found one (at active_to
         # or later, or not made yet)
         return _NEG if record.offset < copied[0] else _INF
-    if (region.active_log_end is not None and region.active_to >= region.active_log_end
-            and region.active_from <= 0 == region.active_log_start):
-        return _INF  # A was read whole and holds no copy: never copied
     return None
 
 

@@ -36,7 +36,7 @@ def audit_partition_rows(rows: list[dict[str, Any]], confs: dict[str, dict], *, 
                          timeout_s: float) -> list[dict[str, Any]]:
     """One topic-partition and direction: every moment's cost (plain dicts in and out)."""
     from offset_pipeline.audit.failover_cost import Shape
-    from offset_pipeline.audit.moments import Moment, audit_moment
+    from offset_pipeline.audit.moments import FIRST_MARGIN, Moment, audit_moment
     from offset_pipeline.kafka_reads.audit_records import PartitionRecordCache
 
     first = rows[0]
@@ -62,6 +62,14 @@ def audit_partition_rows(rows: list[dict[str, Any]], confs: dict[str, dict], *, 
                 for r in rows]
     results = []
     try:
+        # Every moment's first region, read as one range per side (audit/moments.py widens the rare rest).
+        both = [r for r in rows if r["committed"] is not None and r["standby_committed"] is not None]
+        if both:
+            margin = FIRST_MARGIN
+            cache.prefetch(min(r["standby_committed"] for r in both) - margin,
+                           max(max(r["standby_committed"], r["standby_end_at"]) for r in both),
+                           min(r["committed"] for r in both) - margin,
+                           max(max(r["committed"], r["active_end_at"]) for r in both))
         for row in sorted(rows, key=lambda r: (r["snapshot_time"], r["group_id"])):
             moment = Moment(row["group_id"], row["snapshot_id"], row["snapshot_time"], row["committed"],
                             row["standby_committed"], row["active_end_at"], row["standby_end_at"], row["strategy"])
