@@ -59,7 +59,7 @@ def spark_home() -> Path:
 class SparkConnectServer:
     port: int
     run_dir: Path
-    driver_memory: str = "1g"
+    driver_memory: str = "4g"  # a day of failover-audit moments on the driver (resources/spark.py)
     master: str = "local[*]"
     python: str = sys.executable
     name: str = NAME
