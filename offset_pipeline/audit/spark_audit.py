@@ -70,10 +70,11 @@ def audit_partition_rows(rows: list[dict[str, Any]], confs: dict[str, dict], *, 
                            max(max(r["standby_committed"], r["standby_end_at"]) for r in both),
                            min(r["committed"] for r in both) - margin,
                            max(max(r["committed"], r["active_end_at"]) for r in both))
+        unattributed = cache.records_read  # the prefetch: counted on the partition's first moment
         for row in sorted(rows, key=lambda r: (r["snapshot_time"], r["group_id"])):
             moment = Moment(row["group_id"], row["snapshot_id"], row["snapshot_time"], row["committed"],
                             row["standby_committed"], row["active_end_at"], row["standby_end_at"], row["strategy"])
-            before = cache.records_read
+            before, unattributed = cache.records_read - unattributed, 0
             try:
                 cost, margin = audit_moment(cache, moment)
             except Exception as exc:  # noqa: BLE001 - a read failed: said, not guessed
