@@ -95,6 +95,13 @@ def test_an_asset_backfill_over_several_days_runs_through_the_daemon(audited_wor
 
     stack, env, home = audited_world
     days = days_back(3)
+    # The daemon also runs the code location's sensors: their sync runs stay queued (limit 0), so
+    # no snapshot is added while the backfill runs; the audit's run has no such tag.
+    (home / "dagster.yaml").write_text(
+        "run_coordinator:\n  module: dagster.core.run_coordinator\n  class: QueuedRunCoordinator\n"
+        "  config:\n    tag_concurrency_limits:\n      - key: offset_pipeline/sync\n        limit: 0\n"
+        "telemetry:\n  enabled: false\n"
+    )
     with dg.DagsterInstance.from_config(str(home)) as instance:
         backfill = PartitionBackfill.from_asset_partitions(
             backfill_id=make_new_backfill_id(), asset_graph=defs.resolve_asset_graph(), partition_names=days,

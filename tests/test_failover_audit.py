@@ -210,3 +210,35 @@ def test_re_running_a_day_replaces_its_rows(kafka_pair, two_way):
     stack.audit()
     assert stack.rows() == first and len(first) == 2
     assert stack.client.query("SELECT count() FROM offset_failover_audits").result_rows == [(2,)]
+
+
+def test_records_gone_by_retention_are_said_per_group_partition(kafka_pair, two_way):
+    from confluent_kafka import TopicPartition as TP
+    from confluent_kafka.admin import AdminClient
+
+    topic, stack = two_way
+    idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    c = next(o for o, v in records(idc1, topic) if v == "a3")
+    member = Member(idc1, stack.group, topic)
+    try:
+        member.commit(topic, {0: c})
+        stack.cycle()
+        stack.cycle()
+    finally:
+        member.close()
+    # Retention on the standby removes everything below the synced offset: the records that show
+    # nothing below it was lost are gone.
+    probe = Consumer({"bootstrap.servers": idc2, "group.id": stack.group, "log_level": 3})
+    try:
+        [synced] = probe.committed([TP(topic, 0)], timeout=10)
+    finally:
+        probe.close()
+    assert synced.offset > 0
+    admin = AdminClient({"bootstrap.servers": idc2, "log_level": 3})
+    [future] = admin.delete_records([TP(topic, 0, synced.offset)]).values()
+    future.result(timeout=30)
+    stack.audit()
+    rows = stack.rows()
+    assert rows[-1]["standby_committed"] == synced.offset
+    assert rows[-1]["status"] == "records_deleted", rows[-1]["reason"]
+    assert rows[-1]["lost"] is None and "log start" in rows[-1]["reason"]
