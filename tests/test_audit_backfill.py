@@ -18,8 +18,8 @@ import pytest
 from offset_pipeline.devstack.paths import REPO_ROOT
 from offset_pipeline.resources import ClickHouseResource, close_embedded_clients
 from tests.conftest import stopped_by_sigterm
-from tests.test_failover_audit import AuditStack, mirrored, produce
-from tests.test_standby_group_io import Member
+from tests.test_failover_audit import AuditStack, processed_up_to
+from tests.test_stale_fast_forward import mirrored, produce
 
 pytestmark = pytest.mark.kafka
 
@@ -40,13 +40,7 @@ def audited_world(kafka_pair, session_mirrors, chdb_dsn, topic_name, tmp_path):
     produce(idc1, topic, ["a0", "a1", "a2"])
     mirrored(kafka_pair, topic)
     stack = AuditStack(kafka_pair, chdb_dsn, f"backfilled-{topic_name[-6:]}", topic)
-    member = Member(idc1, stack.group, topic)
-    try:
-        member.commit(topic, {0: 3})
-        stack.cycle()
-        stack.cycle()
-    finally:
-        member.close()
+    processed_up_to(kafka_pair, stack, 3)
     close_embedded_clients()  # the Dagster processes below open the engine's folder
     home = tmp_path / "dagster_home"
     home.mkdir()

@@ -11,11 +11,11 @@ from datetime import datetime, timezone
 
 import dagster as dg
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from offset_pipeline.assets import offset_failover_audit, offset_snapshot, offset_standby_commits, offset_translations
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
-from tests.conftest import wait_for
+from tests.test_stale_fast_forward import log_end, mirrored, produce, read_values
 from tests.test_standby_group_io import Member
 
 pytestmark = pytest.mark.kafka
@@ -67,39 +67,21 @@ class AuditStack:
         return [dict(zip(names, r)) for r in rows]
 
 
-def produce(bootstrap: str, topic: str, values: list[str]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 3})
-    for value in values:
-        producer.produce(topic, value=value.encode(), partition=0)
-    assert producer.flush(30) == 0
-
-
 def records(bootstrap: str, topic: str) -> list[tuple[int, str]]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4().hex}", "log_level": 3,
-                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    """(offset, value) of every real record of partition 0 (read_committed)."""
+    return read_values(bootstrap, topic, 0, log_end(bootstrap, topic))
+
+
+def processed_up_to(kafka_pair, stack: "AuditStack", c: int, cycles: int = 2) -> None:
+    """The group, live on idc1, has processed everything below ``c``; ``cycles`` sync cycles run
+    meanwhile; then it stops."""
+    member = Member(kafka_pair.bootstrap("idc1"), stack.group, stack.topic)
     try:
-        _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        out, deadline = [], time.monotonic() + 30
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                if consumer.position([TopicPartition(topic, 0)])[0].offset >= end:
-                    break
-                continue
-            if msg.error():
-                continue
-            if msg.offset() >= end:
-                break
-            out.append((msg.offset(), msg.value().decode()))
-        return out
+        member.commit(stack.topic, {0: c})
+        for _ in range(cycles):
+            stack.cycle()
     finally:
-        consumer.close()
-
-
-def mirrored(kafka_pair, topic: str) -> None:
-    wait_for(lambda: {v for _, v in records(kafka_pair.bootstrap("idc1"), topic)}
-             == {v for _, v in records(kafka_pair.bootstrap("idc2"), topic)}, timeout=60, what="mirrored both ways")
+        member.close()
 
 
 def commit_as_group(bootstrap: str, group: str, topic: str, offset: int) -> None:
@@ -160,13 +142,7 @@ def test_correct_sync_loses_nothing_and_duplicates_what_a_failover_reads_again(k
     idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
     on_a = records(idc1, topic)
     c = next(o for o, v in on_a if v == "a3")
-    member = Member(idc1, stack.group, topic)
-    try:
-        member.commit(topic, {0: c})
-        stack.cycle()
-        stack.cycle()
-    finally:
-        member.close()
+    processed_up_to(kafka_pair, stack, c)
     stack.cycle()  # the moment audited last: group stopped, its offsets synced
     result = stack.audit()
     rows = stack.rows()
@@ -198,13 +174,7 @@ def test_correct_sync_loses_nothing_and_duplicates_what_a_failover_reads_again(k
 
 def test_re_running_a_day_replaces_its_rows(kafka_pair, two_way):
     topic, stack = two_way
-    member = Member(kafka_pair.bootstrap("idc1"), stack.group, topic)
-    try:
-        member.commit(topic, {0: 2})
-        stack.cycle()
-        stack.cycle()
-    finally:
-        member.close()
+    processed_up_to(kafka_pair, stack, 2)
     stack.audit()
     first = stack.rows()
     stack.audit()
@@ -218,14 +188,7 @@ def test_records_gone_by_retention_are_said_per_group_partition(kafka_pair, two_
 
     topic, stack = two_way
     idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
-    c = next(o for o, v in records(idc1, topic) if v == "a3")
-    member = Member(idc1, stack.group, topic)
-    try:
-        member.commit(topic, {0: c})
-        stack.cycle()
-        stack.cycle()
-    finally:
-        member.close()
+    processed_up_to(kafka_pair, stack, next(o for o, v in records(idc1, topic) if v == "a3"))
     # Retention on the standby removes everything below the synced offset: the records that show
     # nothing below it was lost are gone.
     probe = Consumer({"bootstrap.servers": idc2, "group.id": stack.group, "log_level": 3})
