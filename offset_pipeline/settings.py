@@ -13,12 +13,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from offset_pipeline.devstack.paths import REPO_ROOT
+from offset_pipeline.devstack.paths import cluster_ports, stack_dir
 
 CLUSTER_NAMES = ("idc1", "idc2")
 
-# The local stack's brokers (offset_pipeline/devstack/paths.py DEFAULT_PORTS).
-DEFAULT_BOOTSTRAP = {"idc1": "127.0.0.1:19092", "idc2": "127.0.0.1:29092"}
+
+def default_bootstrap(env: Mapping[str, str], name: str) -> str:
+    """The local stack's broker for ``name``, on the port the stack was started with
+    (``OFFSET_PIPELINE_IDC1_PORT``...), so ``bin/up`` on other ports needs nothing more."""
+    ports = {p.name: p.port for p in cluster_ports(env)}
+    return f"127.0.0.1:{ports[name]}"
 
 
 @dataclass(frozen=True)
@@ -59,9 +63,10 @@ def _get(env: Mapping[str, str], name: str) -> str | None:
 
 
 def data_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Where embedded engines keep their files: ``$OFFSET_PIPELINE_DATA_DIR`` or ``<repo>/.devstack/data``."""
+    """Where embedded engines keep their files: ``$OFFSET_PIPELINE_DATA_DIR``, or ``data`` in the local
+    stack's folder (``<repo>/.devstack/data`` unless ``OFFSET_PIPELINE_DEVSTACK_DIR`` moves it)."""
     env = os.environ if env is None else env
-    return Path(_get(env, "OFFSET_PIPELINE_DATA_DIR") or REPO_ROOT / ".devstack" / "data").resolve()
+    return Path(_get(env, "OFFSET_PIPELINE_DATA_DIR") or stack_dir(env) / "data").resolve()
 
 
 def default_clickhouse_dsn(env: Mapping[str, str] | None = None) -> str:
@@ -74,7 +79,7 @@ def _kafka_settings(env: Mapping[str, str], name: str) -> KafkaSettings:
     password_var = prefix + "SASL_PASSWORD"
     return KafkaSettings(
         cluster_name=name,
-        bootstrap_servers=_get(env, prefix + "BOOTSTRAP") or DEFAULT_BOOTSTRAP[name],
+        bootstrap_servers=_get(env, prefix + "BOOTSTRAP") or default_bootstrap(env, name),
         security_protocol=_get(env, prefix + "SECURITY_PROTOCOL") or "PLAINTEXT",
         sasl_mechanism=_get(env, prefix + "SASL_MECHANISM"),
         sasl_username=_get(env, prefix + "SASL_USERNAME"),

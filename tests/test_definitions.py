@@ -102,6 +102,12 @@ SETTINGS_CASES = [
     ({"OFFSET_PIPELINE_CLICKHOUSE_DATABASE": "offsets"}, "clickhouse.database", "offsets"),
     ({"OFFSET_PIPELINE_CLICKHOUSE_PASSWORD": "pw"}, "clickhouse.password_env", "OFFSET_PIPELINE_CLICKHOUSE_PASSWORD"),
     ({"OFFSET_PIPELINE_DATA_DIR": "/srv/op"}, "clickhouse.dsn", "chdb:///srv/op/clickhouse"),
+    # The local stack started elsewhere (bin/up with other ports or folder): the code location follows it.
+    ({"OFFSET_PIPELINE_DEVSTACK_DIR": "/srv/stack"}, "clickhouse.dsn", "chdb:///srv/stack/data/clickhouse"),
+    ({"OFFSET_PIPELINE_IDC1_PORT": "41092"}, "kafka.idc1.bootstrap_servers", "127.0.0.1:41092"),
+    ({"OFFSET_PIPELINE_IDC2_PORT": "42092"}, "kafka.idc2.bootstrap_servers", "127.0.0.1:42092"),
+    ({"OFFSET_PIPELINE_IDC2_PORT": "42092", "OFFSET_PIPELINE_IDC2_BOOTSTRAP": "k2:9092"},
+     "kafka.idc2.bootstrap_servers", "k2:9092"),
     ({"OFFSET_PIPELINE_SPARK_MASTER": "spark://m:7077"}, "spark.master", "spark://m:7077"),
     ({"OFFSET_PIPELINE_SPARK_CONNECT_URL": "sc://c:15002"}, "spark.connect_url", "sc://c:15002"),
 ]

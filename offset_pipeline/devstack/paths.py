@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def stack_dir() -> Path:
+def stack_dir(env: Mapping[str, str] | None = None) -> Path:
     """The git-ignored folder holding jars, cluster data, logs and pid files."""
-    return Path(os.environ.get("OFFSET_PIPELINE_DEVSTACK_DIR", REPO_ROOT / ".devstack")).resolve()
+    env = os.environ if env is None else env
+    return Path(env.get("OFFSET_PIPELINE_DEVSTACK_DIR") or REPO_ROOT / ".devstack").resolve()
 
 
 def jars_dir() -> Path:
@@ -32,13 +34,14 @@ DEFAULT_PORTS = (
 )
 
 
-def cluster_ports() -> tuple[ClusterPorts, ...]:
+def cluster_ports(env: Mapping[str, str] | None = None) -> tuple[ClusterPorts, ...]:
     """The default ports, each overridable: ``OFFSET_PIPELINE_IDC1_PORT``, ``..._CONTROLLER_PORT``."""
+    env = os.environ if env is None else env
     return tuple(
         ClusterPorts(
             p.name,
-            int(os.environ.get(f"OFFSET_PIPELINE_{p.name.upper()}_PORT", p.port)),
-            int(os.environ.get(f"OFFSET_PIPELINE_{p.name.upper()}_CONTROLLER_PORT", p.controller_port)),
+            int(env.get(f"OFFSET_PIPELINE_{p.name.upper()}_PORT") or p.port),
+            int(env.get(f"OFFSET_PIPELINE_{p.name.upper()}_CONTROLLER_PORT") or p.controller_port),
         )
         for p in DEFAULT_PORTS
     )

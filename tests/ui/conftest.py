@@ -1,0 +1,161 @@
+"""The browser tests' world: the README's main command (``bin/up``) on free ports in a temporary
+folder -- both Kafka clusters, the mirror both ways, traffic, consumer groups, the Spark Connect
+server, then ``dagster dev`` with its daemon -- and Debian's headless Chromium driven by Playwright.
+
+Screenshots go to ``test-artifacts/ui/`` (``OFFSET_PIPELINE_TEST_ARTIFACTS`` moves the folder): the
+named ones each test takes, and one of the page as it was when each test ended, pass or fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from offset_pipeline.devstack.paths import REPO_ROOT
+from tests.conftest import free_port
+
+CHROMIUM_ARGS = (
+    # As root, Chromium's sandbox cannot start; the rest keep it from calling Google's hosts, which
+    # this machine's closed network refuses (slowly, many at a time).
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+)
+
+LOCATION_QUERY = "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus " \
+                 "locationOrLoadError { __typename } } } } }"
+
+
+def artifacts_dir() -> Path:
+    path = Path(os.environ.get("OFFSET_PIPELINE_TEST_ARTIFACTS") or REPO_ROOT / "test-artifacts") / "ui"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def chromium_path() -> str:
+    path = os.environ.get("OFFSET_PIPELINE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).exists():
+        raise RuntimeError(f"no Chromium at {path}: bin/test installs Debian's chromium (bin/setup --browser)")
+    return path
+
+
+@dataclass
+class DagsterUI:
+    """A running ``dagster dev`` and where its instance and logs are."""
+
+    url: str
+    dagster_home: Path
+    env: dict[str, str]
+    log_path: Path
+
+    def graphql(self, query: str, variables: dict | None = None) -> dict:
+        body = json.dumps({"query": query, "variables": variables or {}}).encode()
+        request = urllib.request.Request(f"{self.url}/graphql", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)["data"]
+
+    def location_loaded(self, name: str = "offset_pipeline") -> bool:
+        try:
+            entries = self.graphql(LOCATION_QUERY)["workspaceOrError"]["locationEntries"]
+        except (urllib.error.URLError, ConnectionError, TimeoutError, KeyError, TypeError):
+            return False
+        entry = next((e for e in entries if e["name"] == name), None)
+        if entry and entry["locationOrLoadError"] and entry["locationOrLoadError"]["__typename"] == "PythonError":
+            raise AssertionError(f"code location {name} failed to load; see {self.log_path}")
+        return bool(entry and entry["loadStatus"] == "LOADED" and entry["locationOrLoadError"])
+
+    def log_tail(self, chars: int = 4000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+
+def wait_until_loaded(ui: DagsterUI, proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"{proc.args[0]} exited with {proc.returncode}:\n{ui.log_tail()}")
+        if ui.location_loaded():
+            return
+        time.sleep(2)
+    raise AssertionError(f"the UI did not load the code location in {timeout:.0f}s:\n{ui.log_tail()}")
+
+
+def stop_process_group(proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Ctrl-C, as a user stops ``bin/up``; killed if it does not end."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def stack_env(base: Path, kafka_jars: Path) -> dict[str, str]:
+    """A clean environment (no developer's OFFSET_PIPELINE_* or DAGSTER_*) for a stack in ``base``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFSET_PIPELINE_", "DAGSTER_"))}
+    env.update(
+        OFFSET_PIPELINE_DEVSTACK_DIR=str(base), OFFSET_PIPELINE_JARS_DIR=str(kafka_jars),
+        # Half the default traffic: two cores also run the tests' own clusters and Chromium.
+        OFFSET_PIPELINE_RATE_SCALE="0.5", OFFSET_PIPELINE_UI_PORT=str(free_port()),
+        OFFSET_PIPELINE_SPARK_CONNECT_PORT=str(free_port()), PYSPARK_PYTHON=sys.executable,
+    )
+    for name in ("IDC1", "IDC2"):
+        env[f"OFFSET_PIPELINE_{name}_PORT"] = str(free_port())
+        env[f"OFFSET_PIPELINE_{name}_CONTROLLER_PORT"] = str(free_port())
+    return env
+
+
+@pytest.fixture(scope="session")
+def dagster_ui(kafka_jars, tmp_path_factory) -> DagsterUI:
+    """``bin/up`` exactly as the README runs it, on its own ports and folder."""
+    base = tmp_path_factory.mktemp("ui_stack")
+    env = stack_env(base, kafka_jars)
+    ui = DagsterUI(f"http://127.0.0.1:{env['OFFSET_PIPELINE_UI_PORT']}", base / "dagster_home", env, base / "bin-up.log")
+    with open(ui.log_path, "wb") as log:
+        proc = subprocess.Popen([str(REPO_ROOT / "bin" / "up")], cwd=REPO_ROOT, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_until_loaded(ui, proc, timeout=420)
+        yield ui
+    finally:
+        stop_process_group(proc)
+        # bin/up's own exit trap stops the stack; this makes sure, even if bin/up was killed.
+        subprocess.run([sys.executable, "-m", "offset_pipeline.devstack", "down"], env=env, timeout=180,
+                       capture_output=True)
+        shutil.copy(ui.log_path, artifacts_dir() / "bin-up.log")
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=list(CHROMIUM_ARGS))
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium, request):
+    """A fresh browser context per test (no state carried over), its last view saved as a screenshot."""
+    context = chromium.new_context(viewport={"width": 1600, "height": 1000})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    # A fresh Dagster instance greets the first visitor with a newsletter dialog over every page.
+    page.add_locator_handler(page.get_by_text("Join the Dagster community"),
+                             lambda: page.get_by_role("button", name="Skip").click())
+    yield page
+    try:
+        page.screenshot(path=artifacts_dir() / f"{request.node.name}.end.png")
+    finally:
+        context.close()
