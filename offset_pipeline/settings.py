@@ -213,6 +213,16 @@ def audit_start_date(env: Mapping[str, str] | None = None) -> str:
     return text
 
 
+def mirror_writes_headers(env: Mapping[str, str] | None = None) -> bool:
+    """``OFFSET_PIPELINE_MIRROR_WRITES_HEADERS``: the data mirrors mark every copy with its origin
+    (``IDC``/``Offset`` headers, the devstack mirror). Default on. Off for a mirror that writes none
+    (MirrorMaker 2): headers on the standby are then never trusted, one-way topics are translated by
+    timestamp search alone, and two-way topics have no anchor."""
+    if _get(os.environ if env is None else env, "OFFSET_PIPELINE_MIRROR_WRITES_HEADERS") is None:
+        return True
+    return _flag(env, "OFFSET_PIPELINE_MIRROR_WRITES_HEADERS")
+
+
 def mirror_exactly_once(env: Mapping[str, str] | None = None) -> bool:
     """``OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE``: the data mirrors copy each record once, in order (the
     devstack mirror; MirrorMaker 2 with exactly-once). Default off: the audit then reads more."""

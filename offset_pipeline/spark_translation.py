@@ -108,6 +108,7 @@ def translate_partition_rows(
     window: int = 50,
     refine_window: int = 200,
     timeout_s: float = 10.0,
+    mirror_writes_headers: bool = True,
 ) -> list[dict[str, Any]]:
     """The work of one task: rows of ONE (topic, partition, active, standby), read once, translated
     per group. Plain Python (no Spark), so it can run and be tested outside a Spark task."""
@@ -168,7 +169,7 @@ def translate_partition_rows(
         facts = read_translation_facts(
             active, standby, active_confs[active], active_confs[standby], topic, partition, logs, inputs,
             shape=shape, standby_timestamp_type=timestamp_type, window=window, refine_window=refine_window,
-            timeout_s=timeout_s,
+            timeout_s=timeout_s, mirror_writes_headers=mirror_writes_headers,
         )
     except Exception as exc:  # noqa: BLE001 - any read failure is this partition's status, not the job's
         return failed(
@@ -211,6 +212,7 @@ def translate_groups(
     window: int = 50,
     refine_window: int = 200,
     timeout_s: float = 10.0,
+    mirror_writes_headers: bool = True,
 ):
     """``work_df`` (:data:`WORK_SCHEMA`) to a DataFrame of :data:`RESULT_SCHEMA`, one row per input
     row. ``active_confs``: librdkafka client config per cluster name (plain dicts).
@@ -236,6 +238,7 @@ def translate_groups(
             out += translate_partition_rows(
                 rows, confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
                 window=window, refine_window=refine_window, timeout_s=timeout_s,
+                mirror_writes_headers=mirror_writes_headers,
             )
             if len(out) >= _OUTPUT_BATCH_ROWS:
                 yield pa.RecordBatch.from_pylist(out, schema=schema)

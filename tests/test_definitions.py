@@ -237,3 +237,18 @@ def test_audit_settings_from_the_environment():
     assert mirror_exactly_once({"OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE": "yes"}) is True
     with pytest.raises(ValueError, match="OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE"):
         mirror_exactly_once({"OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE": "maybe"})
+
+
+@pytest.mark.parametrize("value, expected", [(None, True), ("", True), ("1", True), ("0", False), ("false", False)])
+def test_mirror_writes_headers_setting(value, expected):
+    from offset_pipeline.settings import mirror_writes_headers
+
+    env = {} if value is None else {"OFFSET_PIPELINE_MIRROR_WRITES_HEADERS": value}
+    assert mirror_writes_headers(env) is expected
+
+
+def test_mirror_writes_headers_rejects_what_it_cannot_read():
+    from offset_pipeline.settings import mirror_writes_headers
+
+    with pytest.raises(ValueError, match="OFFSET_PIPELINE_MIRROR_WRITES_HEADERS='maybe'"):
+        mirror_writes_headers({"OFFSET_PIPELINE_MIRROR_WRITES_HEADERS": "maybe"})

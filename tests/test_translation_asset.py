@@ -80,7 +80,8 @@ def mirrored_topic(kafka_pair, session_mirrors, topic_name):
 
 
 def translate_with_member(kafka_pair, chdb_dsn, group: str, topics, commits: dict, topic_shapes: dict,
-                          group_include: str | None = None) -> dg.ExecuteInProcessResult:
+                          group_include: str | None = None, translation_config: dict | None = None,
+                          ) -> dg.ExecuteInProcessResult:
     """offset_snapshot + offset_translations materialized while ``group`` is a live member on idc1
     (its active cluster) that committed ``commits`` ({topic: {partition: offset}})."""
     b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
@@ -98,7 +99,7 @@ def translate_with_member(kafka_pair, chdb_dsn, group: str, topics, commits: dic
             },
             run_config={"ops": {
                 "offset_snapshot": {"config": {"group_include": group_include or f"^{re.escape(group)}$"}},
-                "offset_translations": {"config": {"topic_shapes": topic_shapes}},
+                "offset_translations": {"config": {"topic_shapes": topic_shapes, **(translation_config or {})}},
             }},
         )
     finally:
@@ -215,6 +216,37 @@ def test_log_append_time_on_the_standby_is_read_from_the_topic_config(kafka_pair
         parameters={"g": group, "s": result.run_id},
     ).result_rows
     assert (active, status, offset) == ("idc1", "log_append_time_on_standby", None), reason
+
+
+def test_a_mirror_without_headers_is_translated_by_timestamp_search_when_told(kafka_pair, chdb_dsn, topic_name):
+    # MirrorMaker 2 copies records with their timestamps and writes no origin headers. Copied here
+    # the same way, by a plain producer (a topic name the session mirrors leave alone).
+    topic = kafka_pair.create_topic("mm2-like." + topic_name.split(".", 1)[1])
+    b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    recent_ms = int(time.time() * 1000) - 600_000
+    for bootstrap in (b1, b2):
+        producer = Producer({"bootstrap.servers": bootstrap, "log_level": 3})
+        for i in range(30):
+            producer.produce(topic, value=f"r{i}".encode(), partition=0, timestamp=recent_ms + i * 10)
+        assert producer.flush(30) == 0
+    shapes = {topic: "one_way:idc1"}
+
+    def translated(group: str, config: dict) -> tuple:
+        result = translate_with_member(kafka_pair, chdb_dsn, group, topic, {topic: {0: 12}}, shapes,
+                                       translation_config=config)
+        assert result.success
+        ((status, offset, strategy, reason),) = ClickHouseResource(dsn=chdb_dsn).get_client().query(
+            "SELECT status, standby_offset, strategy, reason FROM offset_translations "
+            "WHERE group_id = {g:String} AND snapshot_id = {s:String}",
+            parameters={"g": group, "s": result.run_id},
+        ).result_rows
+        return status, offset, strategy, reason
+
+    status, offset, strategy, reason = translated(f"nohdr-{uuid.uuid4().hex[:8]}", {"mirror_writes_headers": False})
+    assert (status, offset, strategy) == ("timestamp_search", 12, "timestamp_search"), reason
+    # Told the mirror marks every copy, the header-less copies read as records produced on idc2.
+    status, offset, _, reason = translated(f"hdr-{uuid.uuid4().hex[:8]}", {})
+    assert (status, offset) == ("shape_conflict", None), reason
 
 
 def test_unconfigured_topics_get_their_shape_from_origin_headers(kafka_pair, session_mirrors, chdb_dsn, topic_name):

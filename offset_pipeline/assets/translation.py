@@ -21,7 +21,7 @@ from offset_pipeline.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.spark import SparkResource
 from offset_pipeline.spark_translation import RESULT_COLUMNS, result_row, translate_groups, work_dataframe
-from offset_pipeline.settings import topic_shapes
+from offset_pipeline.settings import mirror_writes_headers, topic_shapes
 from offset_pipeline.shape_step import ShapeSettings, ShapeStep, sample_and_detect
 from offset_pipeline.storage import fast_forwards, snapshots, translations
 from offset_pipeline.storage.history import direction_history
@@ -36,6 +36,10 @@ class TranslationConfig(dg.Config):
     window: int = 50
     refine_window: int = 200
     kafka_timeout_s: float = 10.0
+    # The mirrors mark every copy with its origin (IDC/Offset headers). Off for MirrorMaker 2, which
+    # writes none: one-way topics then go by timestamp search alone. Default from
+    # OFFSET_PIPELINE_MIRROR_WRITES_HEADERS (on).
+    mirror_writes_headers: bool = Field(default_factory=mirror_writes_headers)
     # Shape detection for topics not in topic_shapes (shape_step.py): how many topics are sampled
     # per cycle, how many newest records per sample, how long evidence counts, how many records per
     # cluster a one-way verdict needs. Off: unconfigured topics stay unknown (header anchors only).
@@ -75,7 +79,8 @@ def offset_translations(
     history = direction_history(client, snapshot_id)
     confs = {r.cluster_name: r.client_config() for r in (idc1, idc2)}
     shape_step = ShapeStep()
-    if config.detect_shapes:
+    # Detection reads origin headers: without them every record looks produced where it lies.
+    if config.detect_shapes and config.mirror_writes_headers:
         shape_step = sample_and_detect(
             client, snapshot_id, cycle_time_ms, snapshot_rows, config.topic_shapes, clusters, confs,
             ShapeSettings(config.shape_topics_per_cycle, config.shape_records_per_sample,
@@ -95,6 +100,7 @@ def offset_translations(
         out = translate_groups(
             session, work_dataframe(session, work), confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
             window=config.window, refine_window=config.refine_window, timeout_s=config.kafka_timeout_s,
+            mirror_writes_headers=config.mirror_writes_headers,
         )
         rows += [{c: row[c] for c in RESULT_COLUMNS} for row in (r.asDict() for r in out.collect())]
         spark_s = time.monotonic() - spark_started

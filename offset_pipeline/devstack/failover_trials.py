@@ -437,6 +437,7 @@ def dagster_sync_cycle(
     group_include: str,
     topic_shapes: Mapping[str, str],
     extra_run_config: Mapping[str, dict] | None = None,
+    console_log_level: str | None = None,
 ) -> SyncCycle:
     """A :data:`SyncCycle` that materializes the project's ``offset_sync`` assets in this process
     (the same assets the sensor's job runs) and returns this run's commit decisions."""
@@ -457,7 +458,10 @@ def dagster_sync_cycle(
         ops.setdefault(op, {}).setdefault("config", {}).update(config)
 
     def cycle() -> dict[GroupPartition, CycleDecision]:
-        result = dg.materialize(sync_assets, resources=dict(resources), run_config={"ops": ops})
+        run_config: dict = {"ops": ops}
+        if console_log_level:  # e.g. "WARNING": a benchmark's table is not drowned in step events
+            run_config["loggers"] = {"console": {"config": {"log_level": console_log_level}}}
+        result = dg.materialize(sync_assets, resources=dict(resources), run_config=run_config)
         if not result.success:
             raise RuntimeError(f"sync cycle {result.run_id} failed")
         client = resources["clickhouse"].get_client()

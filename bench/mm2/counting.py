@@ -1,0 +1,77 @@
+"""What a failover at a moment would cost, counted from the logs by record identity: pure, for the
+MirrorMaker 2 comparison (``bench/mm2_comparison.py``) and its tests.
+
+One partition of a one-way topic: the active log (where the group reads and commits ``c``) and its
+copy on the standby. ``copy_of[o]`` is the active offset of the record at standby offset ``o`` (-1
+for a record that is no copy of an active record). A group that failed over at a moment restarts
+on the standby at ``g``, the standby offset then, and reads the standby log as it stood then (its
+end ``standby_end``):
+
+* **lost**: standby records below ``g`` that are no copy of an active record below ``c`` -- the
+  group never processed them, and never will (DESIGN.md §2);
+* **duplicated**: standby records from ``g`` to ``standby_end`` that copy an active record below
+  ``c`` -- processed once, read again.
+
+**Staleness** of ``g`` at time ``s``: how long the group has been past the active position the
+standby offset would restart it from. The position is the active offset ``a`` of the record at
+``g`` (or, at the standby's end, the active offset after the last copy); the staleness is ``s``
+minus the first time the group's committed offset went beyond ``a``, and 0 while it has not.
+
+Invariants (tests/test_mm2_counting.py): ``g`` at the exact copy position of ``c`` costs nothing;
+moving ``g`` down only adds duplicates, moving it up past unprocessed copies only adds losses; a
+standby offset that keeps up with the group has staleness 0.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class FailoverCost:
+    lost: int
+    duplicated: int
+
+
+def failover_cost(copy_of: np.ndarray, c: int, g: int, standby_end: int) -> FailoverCost:
+    """The cost of restarting at ``g`` on the standby, the group having committed ``c`` on the active."""
+    end = min(standby_end, len(copy_of))
+    g = max(0, min(g, end))
+    below = copy_of[:g]
+    lost = int(np.count_nonzero((below < 0) | (below >= c)))
+    duplicated = int(np.count_nonzero((copy_of[g:end] >= 0) & (copy_of[g:end] < c)))
+    return FailoverCost(lost, duplicated)
+
+
+def active_position(copy_of: np.ndarray, g: int, standby_end: int) -> int:
+    """The active offset the standby offset ``g`` restarts the group from."""
+    end = min(standby_end, len(copy_of))
+    if g < end and copy_of[g] >= 0:
+        return int(copy_of[g])
+    copies = copy_of[:end][copy_of[:end] >= 0]
+    return int(copies.max()) + 1 if len(copies) else 0
+
+
+@dataclass(frozen=True)
+class CommitSeries:
+    """The group's committed offset on the active cluster over time (polled; non-decreasing)."""
+
+    times: list[float]
+    offsets: list[int]
+
+    def at(self, s: float) -> int | None:
+        i = bisect_right(self.times, s)
+        return self.offsets[i - 1] if i else None
+
+    def first_beyond(self, a: int) -> float | None:
+        """The first polled time the committed offset was above ``a``."""
+        i = bisect_right(self.offsets, a)  # offsets are non-decreasing
+        return self.times[i] if i < len(self.times) else None
+
+
+def staleness_s(series: CommitSeries, s: float, a: int) -> float:
+    passed = series.first_beyond(a)
+    return max(0.0, s - passed) if passed is not None and passed <= s else 0.0
