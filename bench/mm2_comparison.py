@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import statistics
 import sys
 import tempfile
@@ -42,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 from _clusters import ScratchClusters
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from mm2.counting import CommitSeries, active_position, failover_cost, staleness_s
 from mm2.mirrormaker import TUNED, MirrorMaker2, mm2_jars
@@ -92,6 +93,7 @@ class Recorder:
     active: dict[GP, list[tuple[float, int]]] = field(default_factory=lambda: defaultdict(list))
     mm2: dict[GP, list[tuple[float, int]]] = field(default_factory=lambda: defaultdict(list))
     standby_end: dict[tuple[str, int], list[tuple[float, int]]] = field(default_factory=lambda: defaultdict(list))
+    errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # transient read errors, by name
 
     def run(self, stop: threading.Event) -> None:
         admins = {c: AdminClient({"bootstrap.servers": b, "log_level": 3}) for c, b in self.bootstraps.items()}
@@ -107,14 +109,23 @@ class Recorder:
             started = time.time()
             # The log ends first: a copy counted as there was there before the offsets were read.
             specs = {TopicPartition(t, p): OffsetSpec.latest() for t in topics for p in range(PARTITIONS)}
-            ends = {tp: f.result(timeout=10).offset for tp, f in admins["idc2"].list_offsets(specs).items()}
+            try:
+                ends = {tp: f.result(timeout=10).offset for tp, f in admins["idc2"].list_offsets(specs).items()}
+            except KafkaException as exc:
+                self.errors[str(exc.args[0].name())] += 1
+                stop.wait(self.interval_s)
+                continue
             now = time.time()
             for tp, end in ends.items():
                 self.standby_end[(tp.topic, tp.partition)].append((now, end))
             for cluster, store in (("idc1", self.active), ("idc2", self.mm2)):
                 for g, topic in self.groups.items():
-                    partitions = readers[(cluster, g)].committed(
-                        [TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
+                    try:
+                        partitions = readers[(cluster, g)].committed(
+                            [TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
+                    except KafkaException as exc:  # e.g. NOT_COORDINATOR while a group's coordinator loads
+                        self.errors[str(exc.args[0].name())] += 1
+                        continue  # this poll has no value for the group: the previous one stands
                     now = time.time()
                     for tp in partitions:
                         if tp.offset >= 0:
@@ -132,6 +143,7 @@ class OurSync:
     clickhouse: ClickHouseResource
     cycles: list[tuple[float, float, dict[GP, int]]] = field(default_factory=list)  # (start, end, t per gp)
     statuses: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    examples: dict[str, str] = field(default_factory=dict)  # status -> one reason it was given
     failures: int = 0
 
     def run(self, stop: threading.Event) -> None:
@@ -145,12 +157,13 @@ class OurSync:
                 continue
             ended = time.time()
             rows = self.clickhouse.get_client().query(
-                f"SELECT group_id, topic, partition, standby_offset, status FROM {TRANSLATIONS_TABLE} "
+                f"SELECT group_id, topic, partition, standby_offset, status, reason FROM {TRANSLATIONS_TABLE} "
                 f"WHERE cycle_time = (SELECT max(cycle_time) FROM {TRANSLATIONS_TABLE})"
             ).result_rows
             offsets = {}
-            for g, t, p, offset, status in rows:
+            for g, t, p, offset, status, reason in rows:
                 self.statuses[status] += 1
+                self.examples.setdefault(status, f"{g} {t}[{p}]: {reason}")
                 if offset is not None:
                     offsets[(g, t, int(p))] = int(offset)
             self.cycles.append((started, ended, offsets))
@@ -167,6 +180,27 @@ class OurSync:
             for gp, t in offsets.items():
                 out[gp].append((end, t))
         return out
+
+
+class IdleMember:
+    """A member of ``group`` on ``bootstrap`` that polls (to stay in the group) and never commits."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str):
+        self.stop = threading.Event()
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                                  "log_level": 3})
+        self.consumer.subscribe([topic])
+        self.thread = threading.Thread(target=self._poll, daemon=True, name=f"idle-{group}")
+        self.thread.start()
+
+    def _poll(self) -> None:
+        while not self.stop.is_set():
+            self.consumer.poll(0.2)
+        self.consumer.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
 
 
 # -- reading the logs back --------------------------------------------------------------------------
@@ -290,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="records per second per topic")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so the scratch brokers and MM2 processes are stopped on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     started = time.monotonic()
     print(f"MirrorMaker 2 jars: {mm2_jars()}", flush=True)
@@ -349,12 +385,21 @@ def main(argv: list[str] | None = None) -> int:
                 moments["window_start"] = time.time()
                 time.sleep(args.measure_s)
                 moments["window_end"] = time.time()
+                # Idle members join first and stay through the settling: they never commit, so each
+                # group's offsets on idc1 end where its runner leaves them. Without a member, MM2's
+                # writes on idc2 read to our direction rule as the group moving there (split brain, then
+                # idc2 active): in a deployment only one syncer writes the standby group.
+                holders = [IdleMember(bootstraps["idc1"], group, topic) for group, topic in groups.items()]
+                time.sleep(5)
                 stop_groups.set()
                 for thread in group_threads:
                     thread.join(timeout=60)
+                moments["groups_stopped"] = time.time()
                 print(f"groups stopped; settling {args.settle_s:.0f} s for the planned switchover", flush=True)
                 time.sleep(args.settle_s)
                 moments["final_at"] = time.time()
+                for holder in holders:
+                    holder.close()
             finally:
                 stop_watch.set()
 
@@ -410,7 +455,11 @@ def main(argv: list[str] | None = None) -> int:
     print("by timestamp pattern:")
     print(format_table(per_pattern, mm2_started))
     print()
+    print(f"polls: every {recorder.interval_s:g} s; transient read errors skipped: "
+          + (", ".join(f"{k} {v}" for k, v in sorted(recorder.errors.items())) or "none"))
     print("translation statuses of our cycles: " + ", ".join(f"{k} {v}" for k, v in sorted(ours.statuses.items())))
+    for status, example in sorted(ours.examples.items()):
+        print(f"  {status}, e.g. {example}")
     return 0
 
 
