@@ -205,13 +205,18 @@ def test_mirror_killed_and_restarted_neither_loses_nor_repeats_nor_reorders(kafk
     producer_thread = threading.Thread(target=steady_traffic)
     producer_thread.start()
     with open(tmp_path / "mirror.log", "wb") as log_file:
-        for _ in range(3):  # two hard kills mid-stream, then a run to the end
+        proc = None
+        for _ in range(2):  # up to two hard kills mid-stream, then a run to the end
             proc = _start_mirror_process(kafka_pair, "idc1", "idc2", pattern, log_file)
             wait_for(lambda: len(read_partition(kafka_pair.bootstrap("idc2"), topic, 0)) > 0, what="first copies")
             time.sleep(1.5)
-            if producer_thread.is_alive():
-                os.killpg(proc.pid, signal.SIGKILL)  # no clean shutdown: a crash
-                proc.wait()
+            if not producer_thread.is_alive():
+                break  # a slow machine: this one runs to the end (never two mirrors at once)
+            os.killpg(proc.pid, signal.SIGKILL)  # no clean shutdown: a crash
+            proc.wait()
+            proc = None
+        if proc is None:
+            proc = _start_mirror_process(kafka_pair, "idc1", "idc2", pattern, log_file)
         producer_thread.join()
         for partition in range(2):
             wait_for(count_is(kafka_pair, "idc2", topic, partition, total // 2), timeout=90, what="all copies")

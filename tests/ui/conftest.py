@@ -89,6 +89,13 @@ def wait_until_loaded(ui: DagsterUI, proc: subprocess.Popen, timeout: float) -> 
     raise AssertionError(f"the UI did not load the code location in {timeout:.0f}s:\n{ui.log_tail()}")
 
 
+def interruptible() -> None:
+    """In the child before exec: Ctrl-C (SIGINT) back to its default. A test run started in the
+    background of a non-interactive shell inherits SIGINT ignored, and so would bin/up and Dagster,
+    which then never stop on Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stop_process_group(proc: subprocess.Popen, timeout: float = 120) -> None:
     """Ctrl-C, as a user stops ``bin/up``; killed if it does not end."""
     if proc.poll() is None:
@@ -123,7 +130,7 @@ def dagster_ui(kafka_jars, tmp_path_factory) -> DagsterUI:
     ui = DagsterUI(f"http://127.0.0.1:{env['OFFSET_PIPELINE_UI_PORT']}", base / "dagster_home", env, base / "bin-up.log")
     with open(ui.log_path, "wb") as log:
         proc = subprocess.Popen([str(REPO_ROOT / "bin" / "up")], cwd=REPO_ROOT, env=env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=interruptible)
     try:
         wait_until_loaded(ui, proc, timeout=420)
         yield ui

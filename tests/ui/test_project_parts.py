@@ -13,7 +13,7 @@ import pytest
 from offset_pipeline.devstack.paths import REPO_ROOT
 from tests.conftest import free_port
 from tests.ui import reduced_location
-from tests.ui.conftest import DagsterUI, artifacts_dir, stop_process_group, wait_until_loaded
+from tests.ui.conftest import DagsterUI, artifacts_dir, interruptible, stop_process_group, wait_until_loaded
 from tests.ui.dagster_pages import parts_missing_from_ui
 from tests.ui.project_parts import PROJECT, parts_of_definitions
 
@@ -47,7 +47,8 @@ def reduced_ui(tmp_path, chromium) -> DagsterUI:
     webserver = Path(sys.executable).with_name("dagster-webserver")
     with open(ui.log_path, "wb") as log:
         proc = subprocess.Popen([str(webserver), "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port)],
-                                cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=interruptible)
     try:
         wait_until_loaded(ui, proc, timeout=180)
         yield ui
