@@ -51,6 +51,7 @@ from mm2.mirrormaker import TUNED, MirrorMaker2, mm2_jars
 from offset_pipeline.decision_log import LOGGER_NAME
 from offset_pipeline.devstack.consumers import ConsumerGroupSpec, GroupRunner, record_id
 from offset_pipeline.devstack.failover_trials import dagster_sync_cycle
+from offset_pipeline.devstack.records import read_partition
 from offset_pipeline.devstack.traffic import TopicTraffic, TrafficGenerator, ensure_topics
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.storage.translations import TRANSLATIONS_TABLE
@@ -205,33 +206,14 @@ class IdleMember:
 
 # -- reading the logs back --------------------------------------------------------------------------
 
-def read_ids(bootstrap: str, topic: str, partition: int) -> dict[int, str | None]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mm2-comparison-reader", "enable.auto.commit": False,
-                         "isolation.level": "read_committed", "log_level": 3})
-    try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)
-        consumer.assign([TopicPartition(topic, partition, low)])
-        out: dict[int, str | None] = {}
-        position = low
-        deadline = time.monotonic() + 300
-        while position < high and time.monotonic() < deadline:
-            for msg in consumer.consume(1000, timeout=1.0):
-                if not msg.error():
-                    out[msg.offset()] = record_id(msg.value())
-            position = consumer.position([TopicPartition(topic, partition)])[0].offset
-        return out
-    finally:
-        consumer.close()
-
-
 def copies(bootstraps: dict[str, str], topic: str, partition: int) -> np.ndarray:
     """``copy_of`` for bench/mm2/counting.py: the idc1 offset of the record at each idc2 offset."""
-    active = {i: o for o, i in read_ids(bootstraps["idc1"], topic, partition).items() if i is not None}
-    standby = read_ids(bootstraps["idc2"], topic, partition)
-    end = max(standby, default=-1) + 1
-    out = np.full(end, -1, dtype=np.int64)
-    for offset, i in standby.items():
-        out[offset] = active.get(i, -1)
+    active = {record_id(r.value): r.offset for r in read_partition(bootstraps["idc1"], topic, partition, timeout_s=300)}
+    active.pop(None, None)
+    standby = read_partition(bootstraps["idc2"], topic, partition, timeout_s=300)
+    out = np.full(max((r.offset for r in standby), default=-1) + 1, -1, dtype=np.int64)
+    for r in standby:
+        out[r.offset] = active.get(record_id(r.value), -1)
     return out
 
 

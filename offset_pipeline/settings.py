@@ -143,11 +143,11 @@ def dry_run_default(env: Mapping[str, str] | None = None) -> bool:
     return _flag(env, "OFFSET_PIPELINE_DRY_RUN")
 
 
-def _flag(env: Mapping[str, str] | None, name: str) -> bool:
-    """A yes/no variable (unset or empty: False); anything unrecognized fails, naming the value."""
+def _flag(env: Mapping[str, str] | None, name: str, default: bool = False) -> bool:
+    """A yes/no variable (unset or empty: ``default``); anything unrecognized fails, naming the value."""
     text = _get(os.environ if env is None else env, name)
     if text is None:
-        return False
+        return default
     if text.lower() in _TRUE:
         return True
     if text.lower() in _FALSE:
@@ -218,9 +218,7 @@ def mirror_writes_headers(env: Mapping[str, str] | None = None) -> bool:
     (``IDC``/``Offset`` headers, the devstack mirror). Default on. Off for a mirror that writes none
     (MirrorMaker 2): headers on the standby are then never trusted, one-way topics are translated by
     timestamp search alone, and two-way topics have no anchor."""
-    if _get(os.environ if env is None else env, "OFFSET_PIPELINE_MIRROR_WRITES_HEADERS") is None:
-        return True
-    return _flag(env, "OFFSET_PIPELINE_MIRROR_WRITES_HEADERS")
+    return _flag(env, "OFFSET_PIPELINE_MIRROR_WRITES_HEADERS", default=True)
 
 
 def mirror_exactly_once(env: Mapping[str, str] | None = None) -> bool:

@@ -64,6 +64,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def devstack_env(base: Path, kafka_jars: Path, rate_scale: float) -> dict[str, str]:
+    """The environment for a whole local stack (``devstack up`` or ``bin/up``) in ``base`` on free
+    ports, without a developer's own ``OFFSET_PIPELINE_*`` or ``DAGSTER_*`` settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFSET_PIPELINE_", "DAGSTER_"))}
+    env.update(
+        OFFSET_PIPELINE_DEVSTACK_DIR=str(base), OFFSET_PIPELINE_JARS_DIR=str(kafka_jars),
+        OFFSET_PIPELINE_RATE_SCALE=str(rate_scale), OFFSET_PIPELINE_SPARK_CONNECT_PORT=str(free_port()),
+    )
+    for name in ("IDC1", "IDC2"):
+        env[f"OFFSET_PIPELINE_{name}_PORT"] = str(free_port())
+        env[f"OFFSET_PIPELINE_{name}_CONTROLLER_PORT"] = str(free_port())
+    return env
+
+
 @dataclass
 class KafkaPair:
     idc1: KafkaCluster

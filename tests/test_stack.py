@@ -4,7 +4,6 @@ tell the truth."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -15,23 +14,14 @@ from confluent_kafka.admin import AdminClient
 from offset_pipeline.devstack.mirror import ORIGIN_CLUSTER_HEADER
 from offset_pipeline.devstack.records import read_partition
 
-from .conftest import free_port, wait_for
+from .conftest import devstack_env, wait_for
 
 pytestmark = pytest.mark.kafka
 
 
 @pytest.fixture
 def stack_env(tmp_path, kafka_jars):
-    env = dict(os.environ)
-    env.update(
-        OFFSET_PIPELINE_DEVSTACK_DIR=str(tmp_path / "stack"),
-        OFFSET_PIPELINE_JARS_DIR=str(kafka_jars),
-        OFFSET_PIPELINE_RATE_SCALE="2.0",
-    )
-    for name in ("IDC1", "IDC2"):
-        env[f"OFFSET_PIPELINE_{name}_PORT"] = str(free_port())
-        env[f"OFFSET_PIPELINE_{name}_CONTROLLER_PORT"] = str(free_port())
-    env["OFFSET_PIPELINE_SPARK_CONNECT_PORT"] = str(free_port())
+    env = devstack_env(tmp_path / "stack", kafka_jars, rate_scale=2.0)
     yield env
     subprocess.run([sys.executable, "-m", "offset_pipeline.devstack", "down"], env=env, timeout=120)
 

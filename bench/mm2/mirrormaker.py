@@ -34,13 +34,12 @@ TUNED = {
 }
 
 _LOG4J2 = """status = warn
-appender.file.type = File
-appender.file.name = file
-appender.file.fileName = {log}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = %d{{ISO8601}} %p %c{{1}} %m%n
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %p %c{1} %m%n
 rootLogger.level = info
-rootLogger.appenderRef.file.ref = file
+rootLogger.appenderRef.stdout.ref = STDOUT
 logger.clients.name = org.apache.kafka.clients
 logger.clients.level = warn
 """
@@ -109,14 +108,14 @@ class MirrorMaker2:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         config = self.work_dir / "mm2.properties"
         config.write_text("".join(f"{k} = {v}\n" for k, v in self.properties().items()))
-        (self.work_dir / "log4j2.properties").write_text(_LOG4J2.format(log=self.log_path))
+        (self.work_dir / "log4j2.properties").write_text(_LOG4J2)
         java = shutil.which("java") or "java"
         cmd = [
             java, f"-Xmx{self.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.properties'}",
             "-cp", f"{mm2_jars()}/*", "org.apache.kafka.connect.mirror.MirrorMaker", str(config),
         ]
-        with open(self.work_dir / "mm2.stdout", "wb") as out:
+        with open(self.log_path, "wb") as out:  # the console appender: its whole log
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         time.sleep(2)
         if self.proc.poll() is not None:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from offset_pipeline.devstack.paths import REPO_ROOT
-from tests.conftest import free_port
+from tests.conftest import devstack_env, free_port
 
 CHROMIUM_ARGS = (
     # As root, Chromium's sandbox cannot start; the rest keep it from calling Google's hosts, which
@@ -107,26 +107,13 @@ def stop_process_group(proc: subprocess.Popen, timeout: float = 120) -> None:
             proc.wait()
 
 
-def stack_env(base: Path, kafka_jars: Path) -> dict[str, str]:
-    """A clean environment (no developer's OFFSET_PIPELINE_* or DAGSTER_*) for a stack in ``base``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFSET_PIPELINE_", "DAGSTER_"))}
-    env.update(
-        OFFSET_PIPELINE_DEVSTACK_DIR=str(base), OFFSET_PIPELINE_JARS_DIR=str(kafka_jars),
-        # Half the default traffic: two cores also run the tests' own clusters and Chromium.
-        OFFSET_PIPELINE_RATE_SCALE="0.5", OFFSET_PIPELINE_UI_PORT=str(free_port()),
-        OFFSET_PIPELINE_SPARK_CONNECT_PORT=str(free_port()), PYSPARK_PYTHON=sys.executable,
-    )
-    for name in ("IDC1", "IDC2"):
-        env[f"OFFSET_PIPELINE_{name}_PORT"] = str(free_port())
-        env[f"OFFSET_PIPELINE_{name}_CONTROLLER_PORT"] = str(free_port())
-    return env
-
-
 @pytest.fixture(scope="session")
 def dagster_ui(kafka_jars, tmp_path_factory) -> DagsterUI:
     """``bin/up`` exactly as the README runs it, on its own ports and folder."""
     base = tmp_path_factory.mktemp("ui_stack")
-    env = stack_env(base, kafka_jars)
+    # Half the default traffic: two cores also run the tests' own clusters and Chromium.
+    env = devstack_env(base, kafka_jars, rate_scale=0.5)
+    env.update(OFFSET_PIPELINE_UI_PORT=str(free_port()), PYSPARK_PYTHON=sys.executable)
     ui = DagsterUI(f"http://127.0.0.1:{env['OFFSET_PIPELINE_UI_PORT']}", base / "dagster_home", env, base / "bin-up.log")
     with open(ui.log_path, "wb") as log:
         proc = subprocess.Popen([str(REPO_ROOT / "bin" / "up")], cwd=REPO_ROOT, env=env, stdout=log,
