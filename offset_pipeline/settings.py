@@ -225,3 +225,44 @@ def mirror_exactly_once(env: Mapping[str, str] | None = None) -> bool:
     """``OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE``: the data mirrors copy each record once, in order (the
     devstack mirror; MirrorMaker 2 with exactly-once). Default off: the audit then reads more."""
     return _flag(env, "OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE")
+
+
+def _seconds(env: Mapping[str, str] | None, name: str, default: float) -> float:
+    """A positive number of seconds from ``name`` (unset or empty: ``default``); anything else fails
+    at load time with the value named."""
+    text = _get(os.environ if env is None else env, name)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(f"{name}={text!r}: expected a positive number of seconds")
+    return value
+
+
+def kafka_timeout_s(env: Mapping[str, str] | None = None) -> float:
+    """``OFFSET_PIPELINE_KAFKA_TIMEOUT_S`` (default 10): the bound of every Kafka wait of a cycle
+    (admin requests, reads, commits), per cluster. A cluster that does not answer within it is
+    ``cluster_unavailable`` for this cycle; the next cycle tries again."""
+    return _seconds(env, "OFFSET_PIPELINE_KAFKA_TIMEOUT_S", 10.0)
+
+
+def clickhouse_timeout_s(env: Mapping[str, str] | None = None) -> float:
+    """``OFFSET_PIPELINE_CLICKHOUSE_TIMEOUT_S`` (default 30): connect and query bound of every
+    ClickHouse call (a server's HTTP timeouts; the embedded engine's wait for its data path)."""
+    return _seconds(env, "OFFSET_PIPELINE_CLICKHOUSE_TIMEOUT_S", 30.0)
+
+
+def spark_timeout_s(env: Mapping[str, str] | None = None) -> float:
+    """``OFFSET_PIPELINE_SPARK_TIMEOUT_S`` (default 120): how long the translation's Spark job may
+    take (a Spark Connect server must answer its first call within ``spark_connect_timeout_s``);
+    past it the job is interrupted and its group-partitions get ``spark_unavailable``."""
+    return _seconds(env, "OFFSET_PIPELINE_SPARK_TIMEOUT_S", 120.0)
+
+
+def spark_connect_timeout_s(env: Mapping[str, str] | None = None) -> float:
+    """``OFFSET_PIPELINE_SPARK_CONNECT_TIMEOUT_S`` (default 10): how long a Spark Connect server
+    may take to accept a connection before the cycle calls Spark unavailable."""
+    return _seconds(env, "OFFSET_PIPELINE_SPARK_CONNECT_TIMEOUT_S", 10.0)

@@ -125,17 +125,7 @@ def translate_partition_rows(
     active, standby = first["active"], first["standby"]
 
     def failed(status: TranslationStatus, reason: str) -> list[dict[str, Any]]:
-        return [
-            result_row(
-                untranslatable(
-                    r["group_id"], topic, partition, status, reason, active=active, standby=standby,
-                    committed=_int(r["committed"]), standby_committed=_int(r["standby_committed"]),
-                    anchor_to_keep=_kept_anchor(r, active, standby),
-                ),
-                snapshot_id, cycle_time_ms,
-            )
-            for r in rows
-        ]
+        return untranslated_rows(rows, status, reason, snapshot_id, cycle_time_ms)
 
     a_start, a_end = _int(first["active_log_start"]), _int(first["active_log_end"])
     if a_start is None or a_end is None:
@@ -190,6 +180,25 @@ def translate_partition_rows(
             )
         out.append(result_row(result, snapshot_id, cycle_time_ms, safe_bound=bound))
     return out
+
+
+def untranslated_rows(
+    rows: list[dict[str, Any]], status: TranslationStatus, reason: str, snapshot_id: str, cycle_time_ms: int
+) -> list[dict[str, Any]]:
+    """Work rows that were not translated (their partition unreadable, Spark unavailable): one
+    result row each with ``status`` and ``reason``, no standby offset, and the anchor kept so far
+    still kept (an outage never costs a group-partition its anchor)."""
+    return [
+        result_row(
+            untranslatable(
+                r["group_id"], r["topic"], int(r["partition"]), status, reason, active=r["active"],
+                standby=r["standby"], committed=_int(r["committed"]), standby_committed=_int(r["standby_committed"]),
+                anchor_to_keep=_kept_anchor(r, r["active"], r["standby"]),
+            ),
+            snapshot_id, cycle_time_ms,
+        )
+        for r in rows
+    ]
 
 
 def _kept_point(row: dict[str, Any], active: str, standby: str) -> CaughtUpPoint | None:

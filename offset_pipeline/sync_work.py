@@ -13,14 +13,18 @@ Invariants (tested in tests/test_sync_work.py):
 * a group whose direction is undecided (split brain, undetermined, cluster unavailable) gets no
   work row, so nothing downstream can commit for it;
 * without a previous snapshot no offset counts as moved (a first cycle cannot mistake a group's
-  existing offsets for movement).
+  existing offsets for movement);
+* facts that were not read are never guessed: a group whose state could not be read on a cluster
+  (the cluster unavailable, the group unreadable) has no direction (``cluster_unavailable``), and a
+  partition whose log range could not be read on its active or standby cluster gets
+  ``cluster_unavailable`` instead of a work row, with the read error as its reason.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from offset_pipeline.translation import (
@@ -29,17 +33,22 @@ from offset_pipeline.translation import (
     DirectionDecision,
     GroupSideFacts,
     TranslationResult,
+    TranslationStatus,
     decide_direction,
+    untranslatable,
 )
 
 TopicPartition = tuple[str, int]
 ClusterGroup = tuple[str, str]  # (cluster, group_id)
 
 #: Column order of the snapshot rows :func:`build_work` takes (the asset's query returns these).
+#: The last two may be left out (rows of a snapshot whose clusters were all read).
 SNAPSHOT_COLUMNS = (
     "cluster", "group_id", "member_count", "topic", "partition", "committed_offset", "topic_present",
-    "log_start", "log_end", "timestamp_type",
+    "log_start", "log_end", "timestamp_type", "group_state", "read_error",
 )
+#: Group states of a snapshot row whose group facts are unknown (snapshot_rows.py, group_offsets.py).
+UNKNOWN_GROUP_STATES = frozenset({"UNAVAILABLE", "UNREADABLE"})
 
 
 @dataclass(frozen=True)
@@ -89,15 +98,19 @@ def build_work(
     detected_shapes = detected_shapes or {}
     caught_up_points = caught_up_points or {}
     by_group: dict[str, dict] = {}
-    for cluster, group_id, members, topic, partition, committed, present, log_start, log_end, ts_type in snapshot_rows:
+    for row in snapshot_rows:
+        cluster, group_id, members, topic, partition, committed, present, log_start, log_end, ts_type = row[:10]
+        group_state, read_error = (tuple(row[10:12]) + ("", ""))[:2]
         if cluster not in clusters:
             raise ValueError(f"snapshot row of cluster {cluster!r}, expected one of {clusters}")
-        entry = by_group.setdefault(group_id, {"members": Counter(), "parts": {}})
+        entry = by_group.setdefault(group_id, {"members": Counter(), "parts": {}, "unknown": {}})
         entry["members"][cluster] = max(entry["members"][cluster], int(members))
+        if group_state in UNKNOWN_GROUP_STATES:
+            entry["unknown"][cluster] = read_error or f"group state {group_state} on {cluster}"
         entry["parts"].setdefault((topic, int(partition)), {})[cluster] = {
             "committed": None if committed is None else int(committed),
             "present": bool(present), "log_start": log_start, "log_end": log_end,
-            "timestamp_type": ts_type or None,
+            "timestamp_type": ts_type or None, "read_error": read_error or "",
         }
 
     work: list[dict[str, Any]] = []
@@ -107,6 +120,7 @@ def build_work(
         sides = [
             GroupSideFacts(
                 cluster,
+                available=cluster not in entry["unknown"],
                 members=entry["members"][cluster],
                 committed_now={
                     tp: side[cluster]["committed"]
@@ -119,10 +133,26 @@ def build_work(
             for cluster in clusters
         ]
         decision = decide_direction(group_id, sides[0], sides[1], history.previous_active.get(group_id))
+        if entry["unknown"] and not decision.decided:
+            # The rule says which cluster; the read error says why.
+            decision = replace(decision, reason=decision.reason + ": " + "; ".join(
+                f"{c}: {why}" for c, why in sorted(entry["unknown"].items())))
         directions[group_id] = decision
         for (topic, partition), side in sorted(entry["parts"].items()):
             if not decision.decided:
                 undecided.append(decision.result_for(topic, partition))
+                continue
+            unread = [(c, side[c]["read_error"]) for c in (decision.active, decision.standby)
+                      if side.get(c, {}).get("read_error")]
+            if unread:
+                undecided.append(untranslatable(
+                    group_id, topic, partition, TranslationStatus.CLUSTER_UNAVAILABLE,
+                    "facts not read: " + "; ".join(f"{c}: {why}" for c, why in unread),
+                    active=decision.active, standby=decision.standby,
+                    committed=side.get(decision.active, {}).get("committed"),
+                    standby_committed=side.get(decision.standby, {}).get("committed"),
+                    anchor_to_keep=anchors.get((group_id, topic, partition, decision.active, decision.standby)),
+                ))
                 continue
             work.append(_work_row(group_id, topic, partition, decision, side, shapes, detected_shapes, anchors,
                                   caught_up_points))

@@ -3,7 +3,7 @@ the history reads from ClickHouse that feed it."""
 
 from __future__ import annotations
 
-from dataclasses import astuple
+from dataclasses import astuple, replace
 
 import pytest
 from hypothesis import given
@@ -197,13 +197,67 @@ def test_history_reads_previous_snapshot_commits_and_directions(chdb_dsn):
 
 def test_ensure_table_adds_timestamp_type_to_a_snapshot_table_from_before_it(chdb_dsn):
     client = ClickHouseResource(dsn=chdb_dsn).get_client()
-    old_ddl = snapshots.DDL.replace(",\n    timestamp_type   LowCardinality(String) DEFAULT ''", "")
-    assert "timestamp_type" not in old_ddl
+    old_ddl = snapshots.DDL.replace(",\n    timestamp_type   LowCardinality(String) DEFAULT ''", "").replace(
+        ",\n    read_error       String DEFAULT ''", "")
+    assert "timestamp_type" not in old_ddl and "read_error" not in old_ddl
     client.command(old_ddl)
     old = SnapshotRow("s0", 500, "idc1", G, "Empty", 0, "t", 0, 3, True, 0, 9, 9)
     client.insert(snapshots.TABLE, [["s0", "idc1", G, "t", 0]], column_names=["snapshot_id", "cluster", "group_id", "topic", "partition"])
     snapshots.ensure_table(client)
     snapshots.ensure_table(client)  # idempotent
-    snapshots.insert_rows(client, [SnapshotRow(*astuple(old)[:-1], "LogAppendTime")])
-    assert client.query(f"SELECT timestamp_type FROM {snapshots.TABLE} ORDER BY snapshot_time").result_rows == [
-        ("",), ("LogAppendTime",)]
+    snapshots.insert_rows(client, [replace(old, timestamp_type="LogAppendTime", read_error="idc1 unavailable")])
+    assert client.query(f"SELECT timestamp_type, read_error FROM {snapshots.TABLE} ORDER BY snapshot_time").result_rows == [
+        ("", ""), ("LogAppendTime", "idc1 unavailable")]
+
+
+# --- facts that were not read (issue 14): never guessed, named per group or partition -------------
+
+def with_state(snapshot, cluster, state, error, partition=None):
+    """``snapshot`` rows with ``cluster``'s rows (or one partition's) given a group state and read error."""
+    out = []
+    for row in snapshot:
+        hit = row[0] == cluster and (partition is None or row[4] == partition)
+        out.append((*row, state if hit else "Empty", error if hit else ""))
+    return out
+
+
+UNREAD_CASES = [
+    # (name, cluster, state, partition, expected status per partition, expected reason fragment)
+    ("standby cluster unavailable", "idc2", "UNAVAILABLE", None,
+     {0: TranslationStatus.CLUSTER_UNAVAILABLE, 1: TranslationStatus.CLUSTER_UNAVAILABLE}, "idc2: connection refused"),
+    ("active cluster unavailable", "idc1", "UNAVAILABLE", None,
+     {0: TranslationStatus.CLUSTER_UNAVAILABLE, 1: TranslationStatus.CLUSTER_UNAVAILABLE}, "idc1: connection refused"),
+    ("group unreadable on the standby", "idc2", "UNREADABLE", None,
+     {0: TranslationStatus.CLUSTER_UNAVAILABLE, 1: TranslationStatus.CLUSTER_UNAVAILABLE}, "idc2: connection refused"),
+    ("one partition's log range unreadable on the standby: the other is translated", "idc2", "Empty", 1,
+     {0: None, 1: TranslationStatus.CLUSTER_UNAVAILABLE}, "idc2: connection refused"),
+    ("one partition's log range unreadable on the active cluster", "idc1", "Empty", 0,
+     {0: TranslationStatus.CLUSTER_UNAVAILABLE, 1: None}, "idc1: connection refused"),
+]
+
+
+@pytest.mark.parametrize("name, cluster, state, partition, expected, reason", UNREAD_CASES, ids=[c[0] for c in UNREAD_CASES])
+def test_unread_facts_are_never_translated_and_say_why(name, cluster, state, partition, expected, reason):
+    snapshot = with_state(
+        rows(members=(1, 0), committed=({("t", 0): 10, ("t", 1): 5}, {("t", 0): 4, ("t", 1): 2})),
+        cluster, state, "connection refused", partition,
+    )
+    anchors = {(G, "t", 1, "idc1", "idc2"): Anchor("idc1", "idc2", 3, 3)}
+    cycle = build_work(snapshot, {}, anchors, CLUSTERS)
+    statuses = {r.partition: r.status for r in cycle.undecided}
+    translated = {w["partition"] for w in cycle.work}
+    for p, status in expected.items():
+        if status is None:
+            assert p in translated and p not in statuses
+        else:
+            assert statuses[p] is status and p not in translated
+    for result in cycle.undecided:
+        assert reason in result.reason
+        assert result.standby_offset is None
+        if result.active and result.partition == 1:  # a partition-level outage keeps the anchor kept so far
+            assert result.anchor_to_keep == Anchor("idc1", "idc2", 3, 3)
+
+
+def test_rows_without_the_new_columns_still_build_work():
+    """Rows of a table from before group_state/read_error (10 values) are read as fully read."""
+    assert len(build_work(rows(members=(1, 0)), {}, {}, CLUSTERS).work) == 1

@@ -30,7 +30,7 @@ from offset_pipeline.commit_rules import commit_log_line
 from offset_pipeline.commit_step import TRANSLATED_COLUMNS, CycleContext, TranslatedRow, commit_group
 from offset_pipeline.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
-from offset_pipeline.settings import dry_run_default
+from offset_pipeline.settings import dry_run_default, kafka_timeout_s
 from offset_pipeline.storage import commits, snapshots, translations
 
 
@@ -38,7 +38,7 @@ class CommitConfig(dg.Config):
     # Default from OFFSET_PIPELINE_DRY_RUN (1/true/yes/on): decide and record, write nothing.
     dry_run: bool = Field(default_factory=dry_run_default)
     max_sync_age_s: float = 300.0  # sync_freshness fails for a group not fully synced this long
-    kafka_timeout_s: float = 10.0
+    kafka_timeout_s: float = Field(default_factory=kafka_timeout_s, gt=0)
     # Groups handled at once. Each group is independent (its own re-reads and ONE commit call);
     # one after another, the round trips add up: ~50 ms a group, 2.5 s for 50 groups.
     parallel_groups: int = Field(default=8, ge=1)

@@ -4,32 +4,55 @@ For every group matching the include/exclude patterns on either cluster: committ
 partition, group state and member count, and the log start, log end and last stable offset of
 every partition involved, on both clusters. Appended to ClickHouse (``offset_snapshots``) under
 the run id, which later steps of the cycle read.
+
+A cluster, group or partition that cannot be read is a fact of the snapshot, not a failure of the
+run (issue 14): its rows carry ``read_error`` (state ``UNAVAILABLE`` for a cluster that did not
+answer), the translation gives them ``cluster_unavailable`` and nothing is committed for them,
+while everything that was read is synced as usual. Check ``clusters_readable`` (WARN) names the
+clusters and counts the groups and partitions whose facts are missing.
 """
 
 
 import time
 
 import dagster as dg
+from pydantic import Field
 
 from offset_pipeline.kafka_reads.group_offsets import (
     DEFAULT_GROUP_EXCLUDE,
     GroupFilter,
+    describe_error,
     read_groups,
     read_partition_ranges,
     topic_partition_counts,
     topic_timestamp_types,
 )
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
+from offset_pipeline.settings import kafka_timeout_s
 from offset_pipeline.snapshot_rows import build_snapshot_rows, involved_partitions
 from offset_pipeline.storage import snapshots
+
+CLUSTERS_READABLE_CHECK = "clusters_readable"
 
 
 class SnapshotConfig(dg.Config):
     group_include: str = ".*"
     group_exclude: str = DEFAULT_GROUP_EXCLUDE
+    # Every Kafka wait of the snapshot, per cluster (default OFFSET_PIPELINE_KAFKA_TIMEOUT_S, 10 s).
+    kafka_timeout_s: float = Field(default_factory=kafka_timeout_s, gt=0)
 
 
-@dg.asset(group_name="offset_sync", kinds={"kafka", "clickhouse"})
+@dg.asset(
+    group_name="offset_sync",
+    kinds={"kafka", "clickhouse"},
+    check_specs=[
+        dg.AssetCheckSpec(
+            CLUSTERS_READABLE_CHECK, asset="offset_snapshot",
+            description="Both clusters answered, and every group and partition of the snapshot was read "
+                        "(WARN: names the clusters whose facts are missing; those groups are not synced).",
+        ),
+    ],
+)
 def offset_snapshot(
     context: dg.AssetExecutionContext,
     config: SnapshotConfig,
@@ -42,37 +65,88 @@ def offset_snapshot(
     snapshot_time_ms = int(time.time() * 1000)
     group_filter = GroupFilter(config.group_include, config.group_exclude)
     clusters = {resource.cluster_name: resource for resource in (idc1, idc2)}
-    admins = {name: resource.admin() for name, resource in clusters.items()}
+    timeout_s = config.kafka_timeout_s
 
-    groups = {name: read_groups(admin, name, group_filter) for name, admin in admins.items()}
+    groups, unavailable, admins = {}, {}, {}
+    for name, resource in clusters.items():
+        try:
+            admins[name] = resource.admin()
+            groups[name] = read_groups(admins[name], name, group_filter, timeout_s=timeout_s)
+        except Exception as exc:  # noqa: BLE001 - this cluster's facts are unknown; the other's are not
+            groups[name] = []
+            unavailable[name] = f"listing consumer groups on {name} failed: {describe_error(exc)}"
     partitions = involved_partitions(g for states in groups.values() for g in states)
-    ranges, timestamp_types = {}, {}
+    ranges, timestamp_types, range_errors = {}, {}, {}
     for name, admin in admins.items():
-        counts = topic_partition_counts(admin)
-        present = [(t, p) for t, p in partitions if p < counts.get(t, 0)]
-        ranges[name] = read_partition_ranges(admin, name, present)
-        timestamp_types[name] = topic_timestamp_types(admin, sorted({t for t, _ in present}))
+        if name in unavailable:
+            continue
+        errors: dict = {}
+        try:
+            counts = topic_partition_counts(admin, timeout_s=timeout_s)
+            present = [(t, p) for t, p in partitions if p < counts.get(t, 0)]
+            ranges[name] = read_partition_ranges(admin, name, present, timeout_s=timeout_s, errors=errors)
+        except Exception as exc:  # noqa: BLE001 - no log range of this cluster is known
+            unavailable[name] = f"reading topic metadata on {name} failed: {describe_error(exc)}"
+            groups[name] = []
+            continue
+        try:
+            timestamp_types[name] = topic_timestamp_types(admin, sorted({t for t, _ in present}), timeout_s=timeout_s)
+        except Exception as exc:  # noqa: BLE001 - unknown timestamp types: the partitions' facts are incomplete
+            reason = f"reading topic configs on {name} failed: {describe_error(exc)}"
+            errors.update({tp: reason for tp in present if tp not in errors})
+        range_errors[name] = errors
     kafka_s = time.monotonic() - started
 
-    rows = build_snapshot_rows(context.run.run_id, snapshot_time_ms, groups, ranges, timestamp_types)
+    rows = build_snapshot_rows(
+        context.run.run_id, snapshot_time_ms, groups, ranges, timestamp_types,
+        unavailable=unavailable, range_errors=range_errors,
+    )
     client = clickhouse.get_client()
     snapshots.ensure_table(client)
     written = snapshots.insert_rows(client, rows)
+    unreadable_groups = sorted({(r.cluster, r.group_id) for r in rows if r.read_error and r.cluster not in unavailable})
+    unreadable_partitions = sum(1 for r in rows if r.read_error)
+    for name, reason in sorted(unavailable.items()):
+        context.log.warning(f"offset-sync cluster unavailable: {reason}; its groups are not synced this cycle")
     context.log.info(
         f"snapshot {context.run.run_id}: {written} rows, "
         + ", ".join(f"{name}: {len(states)} groups" for name, states in groups.items())
     )
+    readable = not unavailable and not unreadable_partitions
     return dg.MaterializeResult(
         metadata={
             "snapshot_id": context.run.run_id,
             "rows": written,
             "group_partitions": len({(r.group_id, r.topic, r.partition) for r in rows}),
             **{f"groups_{name}": len(states) for name, states in groups.items()},
-            "partitions_missing_somewhere": sum(1 for r in rows if not r.topic_present),
+            "unavailable_clusters": ", ".join(sorted(unavailable)) or "none",
+            "rows_with_read_error": unreadable_partitions,
+            "partitions_missing_somewhere": sum(1 for r in rows if not r.topic_present and not r.read_error),
             "log_append_time_topics": sorted(
                 {f"{r.cluster}:{r.topic}" for r in rows if r.timestamp_type == "LogAppendTime"}
             ),
             "kafka_read_seconds": round(kafka_s, 3),
             "total_seconds": round(time.monotonic() - started, 3),
-        }
+        },
+        check_results=[
+            dg.AssetCheckResult(
+                check_name=CLUSTERS_READABLE_CHECK,
+                passed=readable,
+                severity=dg.AssetCheckSeverity.WARN,
+                description=(
+                    "both clusters answered; every group and partition was read" if readable else
+                    "; ".join(
+                        [f"{name} unavailable" for name in sorted(unavailable)]
+                        + ([f"{len(unreadable_groups)} groups unreadable"] if unreadable_groups else [])
+                        + [f"{unreadable_partitions} snapshot rows without facts: not synced this cycle"]
+                    )
+                ),
+                metadata={
+                    "unavailable_clusters": ", ".join(sorted(unavailable)) or "none",
+                    **{f"reason_{name}": reason[:500] for name, reason in sorted(unavailable.items())},
+                    "unreadable_groups": len(unreadable_groups),
+                    "rows_with_read_error": unreadable_partitions,
+                },
+            )
+        ],
     )

@@ -9,6 +9,11 @@ translates on Spark grouped by topic-partition (each Kafka partition read once p
 many groups read it), and appends the results to ``offset_translations`` and the anchors to keep to
 ``offset_anchors``. Every decision is logged in one line (``decision_log_line``) to the step's
 stderr (``decision_log.py``), with one summary event in the run's Dagster log.
+
+Spark is bounded (``SparkResource.run_job``: a Connect server is probed first, the job has a time
+bound): when it refuses, fails or runs past its bound, the cycle's translatable group-partitions get
+``spark_unavailable`` (nothing is committed for them, their anchors are kept) and check
+``translation_engine_available`` (WARN) says why. The next cycle tries again by itself.
 """
 
 import time
@@ -19,14 +24,23 @@ from pydantic import Field
 
 from offset_pipeline.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
-from offset_pipeline.resources.spark import SparkResource
-from offset_pipeline.spark_translation import RESULT_COLUMNS, result_row, translate_groups, work_dataframe
-from offset_pipeline.settings import mirror_writes_headers, topic_shapes
+from offset_pipeline.resources.spark import SparkResource, SparkUnavailable
+from offset_pipeline.spark_translation import (
+    RESULT_COLUMNS,
+    result_row,
+    translate_groups,
+    untranslated_rows,
+    work_dataframe,
+)
+from offset_pipeline.settings import kafka_timeout_s, mirror_writes_headers, topic_shapes
 from offset_pipeline.shape_step import ShapeSettings, ShapeStep, sample_and_detect
 from offset_pipeline.storage import fast_forwards, snapshots, translations
 from offset_pipeline.storage.history import direction_history
 from offset_pipeline.sync_work import SNAPSHOT_COLUMNS, build_work
+from offset_pipeline.translation import TranslationStatus
 from offset_pipeline.translation.translate import quote_log_text
+
+ENGINE_AVAILABLE_CHECK = "translation_engine_available"
 
 
 class TranslationConfig(dg.Config):
@@ -35,7 +49,7 @@ class TranslationConfig(dg.Config):
     topic_shapes: dict[str, str] = Field(default_factory=topic_shapes)
     window: int = 50
     refine_window: int = 200
-    kafka_timeout_s: float = 10.0
+    kafka_timeout_s: float = Field(default_factory=kafka_timeout_s, gt=0)
     # The mirrors mark every copy with its origin (IDC/Offset headers). Off for MirrorMaker 2, which
     # writes none: one-way topics then go by timestamp search alone. Default from
     # OFFSET_PIPELINE_MIRROR_WRITES_HEADERS (on).
@@ -55,7 +69,18 @@ _SNAPSHOT_QUERY = (
 )
 
 
-@dg.asset(group_name="offset_sync", deps=["offset_snapshot"], kinds={"spark", "kafka", "clickhouse"})
+@dg.asset(
+    group_name="offset_sync",
+    deps=["offset_snapshot"],
+    kinds={"spark", "kafka", "clickhouse"},
+    check_specs=[
+        dg.AssetCheckSpec(
+            ENGINE_AVAILABLE_CHECK, asset="offset_translations",
+            description="Spark translated this cycle's work (WARN: Spark refused, failed or ran past its time "
+                        "bound; those group-partitions are spark_unavailable and not synced this cycle).",
+        ),
+    ],
+)
 def offset_translations(
     context: dg.AssetExecutionContext,
     config: TranslationConfig,
@@ -93,16 +118,25 @@ def offset_translations(
     work, undecided = cycle.work, cycle.undecided
 
     rows = [result_row(r, snapshot_id, cycle_time_ms) for r in undecided]
-    spark_s = 0.0
+    spark_s, spark_error = 0.0, None
     if work:
         spark_started = time.monotonic()
-        session = spark.spark_session
-        out = translate_groups(
-            session, work_dataframe(session, work), confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
-            window=config.window, refine_window=config.refine_window, timeout_s=config.kafka_timeout_s,
-            mirror_writes_headers=config.mirror_writes_headers,
-        )
-        rows += [{c: row[c] for c in RESULT_COLUMNS} for row in (r.asDict() for r in out.collect())]
+
+        def job(session):
+            out = translate_groups(
+                session, work_dataframe(session, work), confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
+                window=config.window, refine_window=config.refine_window, timeout_s=config.kafka_timeout_s,
+                mirror_writes_headers=config.mirror_writes_headers,
+            )
+            return [{c: row[c] for c in RESULT_COLUMNS} for row in (r.asDict() for r in out.collect())]
+
+        try:
+            rows += spark.run_job(job, what=f"translating {len(work)} group-partitions on Spark")
+        except SparkUnavailable as exc:
+            spark_error = str(exc)
+            context.log.warning(f"offset-sync spark unavailable: {spark_error}; nothing translated this cycle")
+            rows += untranslated_rows(work, TranslationStatus.SPARK_UNAVAILABLE, spark_error, snapshot_id,
+                                      cycle_time_ms)
         spark_s = time.monotonic() - spark_started
 
     # One line per decision to the run's stderr (decision_log.py: not one Dagster event each).
@@ -148,8 +182,22 @@ def offset_translations(
             "shape_topics_sampled": len(shape_step.sampled),
             "shape_sample_errors": len(shape_step.errors),
             "spark_seconds": round(spark_s, 3),
+            "spark_error": spark_error or "none",
             "total_seconds": round(time.monotonic() - started, 3),
-        }
+        },
+        check_results=[
+            dg.AssetCheckResult(
+                check_name=ENGINE_AVAILABLE_CHECK,
+                passed=spark_error is None,
+                severity=dg.AssetCheckSeverity.WARN,
+                description=(
+                    (f"Spark translated {len(work)} group-partitions" if work else "nothing needed Spark this cycle")
+                    if spark_error is None else
+                    f"{len(work)} group-partitions spark_unavailable: {spark_error}"
+                ),
+                metadata={"group_partitions_untranslated": len(work) if spark_error else 0},
+            )
+        ],
     )
 
 

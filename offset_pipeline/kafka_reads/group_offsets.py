@@ -4,11 +4,18 @@ This is the snapshot's Kafka side: every call goes through an ``AdminClient`` bu
 :class:`~offset_pipeline.resources.kafka.KafkaClusterResource`, and everything returned is a frozen
 dataclass, ready to be written to ClickHouse. Group ids may hold any character; they are passed
 through untouched.
+
+Failures are kept as small as the request that failed (issue 14): a cluster that cannot list its
+groups raises (the caller names the whole cluster unavailable), but one group whose description or
+offsets cannot be read becomes that group's ``read_error`` (state ``UNREADABLE``), and one partition
+whose log range cannot be read becomes that partition's entry in ``errors``. Every wait is bounded
+by one deadline per call, so a cluster that stops answering costs one timeout, not one per request.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 
 from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicPartition
@@ -16,6 +23,9 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, Resou
 
 # Groups the pipeline itself or Kafka tooling creates: never synced unless included explicitly.
 DEFAULT_GROUP_EXCLUDE = r"^(offset-pipeline-|console-consumer-|connect-|__)"
+
+#: The state of a group whose description or offsets could not be read (``GroupState.read_error``).
+UNREADABLE_GROUP_STATE = "UNREADABLE"
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,7 @@ class GroupState:
     state: str  # STABLE, EMPTY, PREPARING_REBALANCE, DEAD, ... as the broker reports it
     member_count: int
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
+    read_error: str = ""  # why this group's facts on this cluster are unknown ('' when read)
 
 
 @dataclass(frozen=True)
@@ -48,26 +59,56 @@ class PartitionRange:
     last_stable: int  # the end a read_committed reader sees
 
 
-def _result(future, timeout_s: float):
-    return future.result(timeout=timeout_s)
+class Deadline:
+    """One time budget shared by the waits of a call: after the first request times out, the
+    others (failed by the same outage) are collected without waiting again."""
+
+    def __init__(self, timeout_s: float):
+        self.timeout_s = timeout_s
+        self._end = time.monotonic() + timeout_s
+
+    def left(self) -> float:
+        # A small floor: futures already resolved (with a result or an error) return at once.
+        return max(0.05, self._end - time.monotonic())
+
+    def result(self, future):
+        return future.result(timeout=self.left())
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line reason for a failed Kafka call (a timeout of ours says so)."""
+    if isinstance(exc, TimeoutError) and not str(exc):
+        return "TimeoutError: no answer in time"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def read_groups(admin: AdminClient, cluster: str, groups: GroupFilter, timeout_s: float = 15.0) -> list[GroupState]:
-    listing = _result(admin.list_consumer_groups(request_timeout=timeout_s), timeout_s)
+    """Every matching group's state, members and committed offsets. Listing the groups failing
+    raises (the cluster is unavailable); a group that cannot be described or whose offsets cannot
+    be read is returned with ``read_error`` and state ``UNREADABLE``."""
+    deadline = Deadline(timeout_s)
+    listing = deadline.result(admin.list_consumer_groups(request_timeout=timeout_s))
     ids = sorted(g.group_id for g in listing.valid if groups.matches(g.group_id))
     if not ids:
         return []
-    descriptions = {
-        gid: _result(f, timeout_s) for gid, f in admin.describe_consumer_groups(ids, request_timeout=timeout_s).items()
+    described = admin.describe_consumer_groups(ids, request_timeout=timeout_s)
+    # One request per group (the admin API takes one group per offsets request), all in flight at once.
+    offset_futures = {
+        gid: admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(gid)], request_timeout=timeout_s)[gid]
+        for gid in ids
     }
     states = []
     for gid in ids:
-        # One request per group: the admin API takes one group per offsets request.
-        future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(gid)], request_timeout=timeout_s)[gid]
-        committed = {
-            (tp.topic, tp.partition): tp.offset for tp in _result(future, timeout_s).topic_partitions if tp.offset >= 0
-        }
-        description = descriptions[gid]
+        try:
+            description = deadline.result(described[gid])
+            committed = {
+                (tp.topic, tp.partition): tp.offset
+                for tp in deadline.result(offset_futures[gid]).topic_partitions
+                if tp.offset >= 0
+            }
+        except Exception as exc:  # noqa: BLE001 - this group's facts are unknown; the others' are not
+            states.append(GroupState(cluster, gid, UNREADABLE_GROUP_STATE, 0, {}, read_error=describe_error(exc)))
+            continue
         states.append(
             GroupState(
                 cluster=cluster,
@@ -81,25 +122,49 @@ def read_groups(admin: AdminClient, cluster: str, groups: GroupFilter, timeout_s
 
 
 def read_partition_ranges(
-    admin: AdminClient, cluster: str, partitions: list[tuple[str, int]], timeout_s: float = 15.0
+    admin: AdminClient,
+    cluster: str,
+    partitions: list[tuple[str, int]],
+    timeout_s: float = 15.0,
+    errors: dict[tuple[str, int], str] | None = None,
 ) -> list[PartitionRange]:
+    """Log start, end and last stable offset of each partition. Without ``errors`` any failure
+    raises; with it, a partition whose offsets cannot be read is left out and its reason put in
+    ``errors`` (the others are returned)."""
     if not partitions:
         return []
+    deadline = Deadline(timeout_s)
+    failed: dict[tuple[str, int], str] = {}
 
     def offsets(spec: OffsetSpec, isolation: IsolationLevel) -> dict[tuple[str, int], int]:
-        request = {TopicPartition(t, p): spec for t, p in partitions}
+        request = {TopicPartition(t, p): spec for t, p in partitions if (t, p) not in failed}
+        if not request:
+            return {}
         futures = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout_s)
-        return {(tp.topic, tp.partition): _result(f, timeout_s).offset for tp, f in futures.items()}
+        out = {}
+        for tp, future in futures.items():
+            try:
+                out[(tp.topic, tp.partition)] = deadline.result(future).offset
+            except Exception as exc:  # noqa: BLE001 - raised below unless the caller collects errors
+                if errors is None:
+                    raise
+                failed[(tp.topic, tp.partition)] = describe_error(exc)
+        return out
 
     start = offsets(OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED)
     end = offsets(OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED)
     stable = offsets(OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
+    if errors is not None:
+        errors.update(failed)
     return [
-        PartitionRange(cluster, t, p, start[(t, p)], end[(t, p)], stable[(t, p)]) for t, p in sorted(partitions)
+        PartitionRange(cluster, t, p, start[(t, p)], end[(t, p)], stable[(t, p)])
+        for t, p in sorted(partitions)
+        if (t, p) not in failed
     ]
 
 
 def topic_partition_counts(admin: AdminClient, timeout_s: float = 15.0) -> dict[str, int]:
+    """topic -> partition count, from one metadata request (raises when the cluster does not answer)."""
     metadata = admin.list_topics(timeout=timeout_s)
     return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
 
@@ -111,10 +176,11 @@ def topic_timestamp_types(admin: AdminClient, topics: list[str], timeout_s: floa
     if not topics:
         return {}
     resources = [ConfigResource(ResourceType.TOPIC, t) for t in sorted(set(topics))]
+    deadline = Deadline(timeout_s)
     out: dict[str, str] = {}
     for resource, future in admin.describe_configs(resources, request_timeout=timeout_s).items():
         try:
-            entries = future.result(timeout=timeout_s)
+            entries = deadline.result(future)
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 continue  # the snapshot reports the topic missing

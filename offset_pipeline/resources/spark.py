@@ -7,14 +7,21 @@ and the Python-interpreter pinning apply everywhere (assets, tests, scripts).
 from __future__ import annotations
 
 import os
+import socket
 import sys
-from collections.abc import Mapping
-from typing import Any, Optional
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Optional, TypeVar
+from urllib.parse import urlparse
 
 import dagster as dg
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field, model_validator
 from pyspark.sql import SparkSession
+
+from offset_pipeline.settings import spark_connect_timeout_s, spark_timeout_s
+
+T = TypeVar("T")
 
 DEFAULT_MASTER = "local[*]"
 APP_NAME = "offset-pipeline"
@@ -110,6 +117,66 @@ def _connect_session(conf: Mapping[str, str]):
     return builder.getOrCreate()
 
 
+class SparkUnavailable(RuntimeError):
+    """Spark did not do the job: the Connect server refused or did not answer, the job failed, or it
+    ran past its time bound. The message says which; callers turn it into a status on their rows."""
+
+
+def connect_endpoint(connect_url: str) -> tuple[str, int]:
+    """``sc://host:port/;params`` -> (host, port); Spark Connect's default port is 15002."""
+    parsed = urlparse(connect_url.replace("sc://", "http://", 1).split(";", 1)[0])
+    return parsed.hostname or "localhost", parsed.port or 15002
+
+
+def probe_connect_server(connect_url: str, timeout_s: float) -> None:
+    """Raise :class:`SparkUnavailable` unless the Connect server accepts a TCP connection in
+    ``timeout_s``. Spark Connect's own client retries a refused server for minutes; this answers
+    in at most ``timeout_s``."""
+    host, port = connect_endpoint(connect_url)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise SparkUnavailable(
+            f"Spark Connect server {host}:{port} did not accept a connection within {timeout_s:g}s: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def run_bounded(work: Callable[[], T], timeout_s: float, what: str, on_timeout: Callable[[], None] | None = None) -> T:
+    """``work()`` in a daemon thread, waited for at most ``timeout_s``. Past it, ``on_timeout`` is
+    called (best effort: interrupt the Spark job) and :class:`SparkUnavailable` is raised; the
+    thread is abandoned (daemon: it never holds the run's process open). An exception of ``work``
+    is raised as :class:`SparkUnavailable` naming it."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"bounded-{what}", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        if on_timeout is not None:
+            threading.Thread(target=_quietly, args=(on_timeout,), daemon=True).start()
+        raise SparkUnavailable(f"{what} did not finish within {timeout_s:g}s (OFFSET_PIPELINE_SPARK_TIMEOUT_S)")
+    if "error" in outcome:
+        exc = outcome["error"]
+        first_line = (str(exc).strip().splitlines() or [""])[0][:400]
+        raise SparkUnavailable(f"{what} failed: {type(exc).__name__}: {first_line}") from exc
+    return outcome["value"]
+
+
+def _quietly(call: Callable[[], None]) -> None:
+    try:
+        call()
+    except Exception:  # noqa: BLE001 - interrupting a dead server fails too; nothing to add
+        pass
+
+
 class SparkResource(LazyPySparkResource):
     """dagster-pyspark's lazy resource with project defaults: no JVM starts until ``spark_session``
     is first used, so assets that take the resource but skip Spark on a cycle cost nothing.
@@ -118,6 +185,14 @@ class SparkResource(LazyPySparkResource):
     spark_config: dict[str, Any] = Field(default_factory=dict, description="Extra Spark settings, passed through")
     master: Optional[str] = Field(default=None, description="e.g. spark://host:7077; default local[*]")
     connect_url: Optional[str] = Field(default=None, description="Spark Connect, e.g. sc://host:15002")
+    job_timeout_s: float = Field(
+        default_factory=spark_timeout_s, gt=0,
+        description="bound of one Spark job of a cycle (OFFSET_PIPELINE_SPARK_TIMEOUT_S)",
+    )
+    connect_timeout_s: float = Field(
+        default_factory=spark_connect_timeout_s, gt=0,
+        description="how long a Spark Connect server may take to accept a connection (OFFSET_PIPELINE_SPARK_CONNECT_TIMEOUT_S)",
+    )
 
     @model_validator(mode="after")
     def _consistent_target(self) -> "SparkResource":
@@ -138,3 +213,20 @@ class SparkResource(LazyPySparkResource):
 
     def conf(self) -> dict[str, str]:
         return spark_conf(self.master, self.connect_url, self.spark_config)
+
+    def run_job(self, job: Callable[[SparkSession], T], what: str = "the Spark job") -> T:
+        """``job(session)`` within ``job_timeout_s``, session creation included; a Connect server is
+        probed first (``connect_timeout_s``). Any failure raises :class:`SparkUnavailable`; past the
+        bound the session's jobs are interrupted."""
+        if self.connect_url:
+            probe_connect_server(self.connect_url, self.connect_timeout_s)
+        return run_bounded(lambda: job(self.spark_session), self.job_timeout_s, what, on_timeout=self._interrupt)
+
+    def _interrupt(self) -> None:
+        session = self._spark_session
+        if session is None:
+            return
+        if hasattr(session, "interruptAll") and self.connect_url:
+            session.interruptAll()
+        else:
+            session.sparkContext.cancelAllJobs()

@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS {TABLE}
     log_start        Nullable(Int64),
     log_end          Nullable(Int64),
     last_stable      Nullable(Int64),
-    timestamp_type   LowCardinality(String) DEFAULT ''
+    timestamp_type   LowCardinality(String) DEFAULT '',
+    read_error       String DEFAULT ''
 )
 ENGINE = MergeTree
 ORDER BY (group_id, topic, partition, cluster, snapshot_time)
@@ -53,13 +54,16 @@ class SnapshotRow:
     last_stable: int | None
     # the topic's message.timestamp.type on this cluster ('' when unknown or the topic is missing)
     timestamp_type: str = ""
+    # why this cluster's facts for the row are unknown ('' when read): cluster unavailable, the
+    # group unreadable, the partition's log range unreadable
+    read_error: str = ""
 
 
 COLUMNS = [f.name for f in fields(SnapshotRow)]
 
 
 # Columns added after the first release: a table created by an older version gains them.
-_ADDED_COLUMNS = ("timestamp_type LowCardinality(String) DEFAULT ''",)
+_ADDED_COLUMNS = ("timestamp_type LowCardinality(String) DEFAULT ''", "read_error String DEFAULT ''")
 
 
 def ensure_table(client) -> None:

@@ -54,6 +54,7 @@ class TranslationStatus(str, Enum):
     NO_ANCHOR = "no_anchor"  # nothing safe found yet
     DIRECTION_UNDETERMINED = "direction_undetermined"
     CLUSTER_UNAVAILABLE = "cluster_unavailable"
+    SPARK_UNAVAILABLE = "spark_unavailable"  # the translation engine did not answer: nothing read or translated
     NOT_APPLICABLE = "not_applicable"  # a strategy asked about a partition it does not cover
 
     def __str__(self) -> str:  # pragma: no cover - cosmetic
