@@ -12,7 +12,12 @@ against the live reads (``kafka_reads/live_partitions.py``):
 * **no lag**: ``c`` is the active log end, or only markers lie between them (read);
 * **both mirrors caught up**: each position is at its source's log end, or only markers lie
   between them (read). The standby -> active mirror makes the fast-forward loss-free, the other
-  one makes it duplicate-free; both are required, as the sensor requires them.
+  one makes it duplicate-free; both are required, as the sensor requires them. A position behind
+  is ``mirror_stopped``: it is checked after the quiet, so the records beyond it have waited at
+  least the window on a log whose end did not move, uncopied -- a running mirror never lets that
+  happen (issue 14; ``stale_candidates``' docstring works the stopped-mirror cases through against
+  NO-LOSS). A stopped mirror whose position is at its source's end blocks nothing: every record
+  of the standby below ``t`` is on the active cluster then, and later ones are at or after ``t``.
 
 A standby offset already at the standby log end is not rejected here: the commit rules answer
 ``unchanged``, and that still proves the point the sync cycle keeps. A passing re-check gives the
@@ -20,14 +25,15 @@ facts for :func:`~offset_pipeline.translation.translate_caught_up` and the safe 
 the offset; the commit rules (DESIGN.md §5) decide whether it is written.
 
 Invariants (tests/test_fast_forward_check.py): a passing re-check's facts always satisfy the
-caught-up rule; a moved log end, lag beyond markers or a mirror behind is rejected by name.
+caught-up rule; a moved log end, lag beyond markers or a mirror behind (``mirror_stopped``) is
+rejected by name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from offset_pipeline.stale_candidates import Rejection
+from offset_pipeline.stale_candidates import Rejection, mirror_stopped_detail
 from offset_pipeline.translation import CaughtUpFacts, PartitionFacts, TopicShape
 
 
@@ -117,8 +123,8 @@ def recheck(group_id: str, active: str, standby: str, requested: RequestedPartit
         if position is None:
             return reject(Rejection.MIRROR_UNKNOWN, f"the {source}->{target} mirror has no known position")
         if position < end and not clear:
-            return reject(Rejection.MIRROR_BEHIND, f"the {source}->{target} mirror is at {position}, behind "
-                                                   f"{source}'s log end {end}")
+            # quiet for stable_s >= the window (checked above): not copying, not merely behind
+            return reject(Rejection.MIRROR_STOPPED, mirror_stopped_detail(source, target, position, end, stable_s))
     facts = PartitionFacts(
         group_id=group_id, topic=live.topic, partition=live.partition, active=active, standby=standby, committed=c,
         active_log_start=live.active_log_start, active_log_end=live.active_log_end,

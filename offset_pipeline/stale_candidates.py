@@ -17,12 +17,45 @@ standby B) is a candidate when
    mirror that writes its copies in transactions leaves a commit marker after its last copy, and
    a mirror never reads a marker (the job reads the gap and proceeds only when it holds no record).
 
+**A stopped mirror (issue 14).** Condition 4 reads each mirror's committed positions, never
+whether the mirror runs. For the B->A mirror with the group G active on A, at its log end (``c`` = A's
+log end), and ``t`` = B's log end, NO-LOSS needs every record of B below B's log end to have its copy
+on A (every copy on A is below ``c``). A-origin records of B are copies of A's records. A B-origin
+record below the B->A position has its copy on A: the devstack mirror commits a position in the same
+transaction as the copies below it, and an at-least-once mirror (MirrorMaker 2) after they are
+acknowledged -- a positions group must never run ahead of the copies. So the proof rests on the
+position as a fact about the past, and these are the cases of a stopped B->A mirror:
+
+* **stopped while B keeps receiving records**: B's log end moves, so ``receiving_data``; once B is
+  quiet for the window, the position stays below B's log end: rejected (below). Never unsafe.
+* **stopped before copying records that B got earlier, nothing new since**: the position stays below
+  an end that has not moved for the window. Such records have waited the whole window uncopied, which
+  a running mirror never lets happen: ``mirror_stopped`` (not copying this partition: stopped, stuck,
+  or not mirroring the topic), as long as that lasts. Not unsafe (rejected), and now named for what it is.
+* **stopped, with both logs quiet and the position at B's log end**: A is quiet *because* the mirror
+  is down, and the position equals B's end only because B is quiet too. The fast-forward is then
+  still NO-LOSS: every record of B below ``t`` is on A (the position says so), below ``c``; records B
+  gets later are at or after ``t`` and a failover reads them. What a stopped mirror cuts off is the
+  future, and ``t`` never covers the future. It is only unprovable that the mirror runs, and nothing
+  needs that: a running, idle devstack mirror leaves no trace either (it commits only when it copies,
+  and its positions group has no members: it assigns its partitions itself and commits through the
+  producer's transactions -- tests/test_stale_fast_forward.py checks that; MirrorMaker 2's source
+  tasks assign their partitions too and keep their positions in Connect's offsets topic). Requiring proof of life
+  would stop every fast-forward on a quiet mirror, i.e. the feature. So a caught-up stopped mirror
+  is allowed, and tests/test_stale_fast_forward.py fails over after such a fast-forward.
+
+The same holds for the A->B mirror (its position makes the fast-forward duplicate-free). A
+position behind its source's end is therefore never ``mirror_behind`` any more: the mirror check
+comes after the window, so the records beyond the position have waited at least the window, and the
+verdict is ``mirror_stopped`` (``mirror_behind`` stays in the enum for rows written before).
+
 Every other group-partition gets a named rejection with a detail. The sensor's view may be old: the
 job re-checks every condition against live Kafka (``translation/caught_up.py``) before committing.
 
 Invariants (tests/test_stale_candidates.py): a candidate satisfies all four conditions; a log end
-that moved inside the window, a lag or a mirror position more than the slack behind a log end is never a candidate; the run
-key is the same for the same group-partition and log ends, and differs when a log end moves.
+that moved inside the window, a lag or a mirror position more than the slack behind a log end is
+never a candidate (the last is ``mirror_stopped``); the run key is the same for the same
+group-partition and log ends, and differs when a log end moves.
 """
 
 from __future__ import annotations
@@ -45,7 +78,8 @@ class Rejection(str, Enum):
     RECEIVING_DATA = "receiving_data"
     SHORT_HISTORY = "history_shorter_than_window"
     MIRROR_UNKNOWN = "mirror_position_unknown"
-    MIRROR_BEHIND = "mirror_behind"
+    MIRROR_BEHIND = "mirror_behind"  # no longer given: a position behind a quiet end is MIRROR_STOPPED
+    MIRROR_STOPPED = "mirror_stopped"  # records waited the whole window on a source, not copied
     SNAPSHOT_TOO_OLD = "snapshot_too_old"  # the sync cycle stopped: the history says nothing of now
 
 
@@ -135,15 +169,24 @@ def classify(history: PartitionHistory, now_ms: int, *, window_s: float = 600.0,
     if moved is None and stable_s < window_s:
         return reject(Rejection.SHORT_HISTORY,
                       f"snapshots cover {stable_s:.0f}s, less than the {window_s:.0f}s window", stable_s)
-    for cluster, position, end in ((h.standby, h.standby_mirror_position, newest.standby_end),
-                                   (h.active, h.active_mirror_position, newest.active_end)):
+    for cluster, target, position, end in ((h.standby, h.active, h.standby_mirror_position, newest.standby_end),
+                                           (h.active, h.standby, h.active_mirror_position, newest.active_end)):
         if position is None:
-            return reject(Rejection.MIRROR_UNKNOWN, f"the mirror reading {cluster} has no known position", stable_s)
+            return reject(Rejection.MIRROR_UNKNOWN, f"the {cluster}->{target} mirror has no known position", stable_s)
         if end - position > marker_slack:
-            return reject(Rejection.MIRROR_BEHIND, f"the mirror reading {cluster} is at {position}, behind its log end {end}",
+            # The end has not moved for stable_s >= the window: what lies beyond the position waited
+            # that long uncopied, which a running mirror never lets happen (module docstring).
+            return reject(Rejection.MIRROR_STOPPED, mirror_stopped_detail(cluster, target, position, end, stable_s),
                           stable_s)
     return StaleVerdict(h, None, f"stable {stable_s:.0f}s, lag {lag}, mirrors caught up: fast-forward {h.standby} "
                                  f"to {newest.standby_end}", stable_s, stable_since)
+
+
+def mirror_stopped_detail(source: str, target: str, position: int, end: int, quiet_s: float) -> str:
+    """The ``mirror_stopped`` detail, one wording for the sensor and the job."""
+    return (f"the {source}->{target} mirror is at {position}, {end - position} behind {source}'s log end {end}, "
+            f"which has not moved for {quiet_s:.0f}s: the mirror is not copying (stopped, stuck, or not mirroring "
+            f"this topic)")
 
 
 def skip_reason(verdicts: Iterable[StaleVerdict]) -> str:

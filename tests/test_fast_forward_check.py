@@ -39,8 +39,8 @@ CASES = [
     ("the group has lag", {"committed": 48}, {}, Rejection.GROUP_LAG),
     ("one short, the gap not proven markers-only", {"committed": 49}, {}, Rejection.GROUP_LAG),
     ("one short, only a marker there", {"committed": 49, "no_record_from_committed": True}, {}, None),
-    ("the standby->active mirror behind", {"standby_mirror_position": 40}, {}, Rejection.MIRROR_BEHIND),
-    ("the active->standby mirror behind", {"active_mirror_position": 49}, {}, Rejection.MIRROR_BEHIND),
+    ("the standby->active mirror behind: stopped", {"standby_mirror_position": 40}, {}, Rejection.MIRROR_STOPPED),
+    ("the active->standby mirror behind: stopped", {"active_mirror_position": 49}, {}, Rejection.MIRROR_STOPPED),
     ("a mirror one short, only its marker there",
      {"standby_mirror_position": 44, "no_record_from_standby_mirror_position": True}, {}, None),
     ("a mirror without a position", {"active_mirror_position": None}, {}, Rejection.MIRROR_UNKNOWN),
@@ -61,6 +61,30 @@ def test_recheck(name, live_kw, request_kw, expected):
         assert check.facts is None
 
 
+# Issue 14: the standby->active mirror (idc2->idc1) stopped; the job's live reads.
+STOPPED = [
+    ("stopped, idc2 got a record since the sensor looked", {"standby_log_end": 46, "standby_log_end_after": 46}, {},
+     Rejection.RECEIVING_DATA),
+    ("stopped before copying idc2's last records, nothing new since", {"standby_mirror_position": 43}, {},
+     Rejection.MIRROR_STOPPED),
+    ("stopped one short, and that offset holds a record", {"standby_mirror_position": 44}, {},
+     Rejection.MIRROR_STOPPED),
+    ("stopped, caught up, both quiet: NO-LOSS, fast-forwarded", {}, {}, None),
+    ("stopped, its positions unreadable", {"standby_mirror_position": None}, {}, Rejection.MIRROR_UNKNOWN),
+]
+
+
+@pytest.mark.parametrize("name, live_kw, request_kw, expected", STOPPED, ids=[c[0] for c in STOPPED])
+def test_recheck_with_a_stopped_reverse_mirror(name, live_kw, request_kw, expected):
+    check = recheck("g", "idc1", "idc2", dataclasses.replace(REQUESTED, **request_kw), live(**live_kw), NOW,
+                    window_s=WINDOW)
+    assert check.rejection is expected, check.detail
+    if expected is Rejection.MIRROR_STOPPED:
+        assert check.detail.startswith("the idc2->idc1 mirror is at 4") and "not moved for 700s" in check.detail
+    if expected is None:
+        assert translate_caught_up(check.facts).standby_offset == 45
+
+
 offsets = st.integers(0, 60)
 
 
@@ -78,3 +102,8 @@ def test_a_passing_recheck_always_satisfies_the_caught_up_rule(c, a_end, b_end, 
         assert c == a_end or gap_c
         assert to_active is not None and (to_active >= b_end or gap_b)
         assert to_standby is not None and (to_standby >= a_end or gap_a)
+    if check.rejection is Rejection.MIRROR_STOPPED:  # after the quiet only, and a position really behind
+        assert quiet_ms >= WINDOW * 1000
+        assert (to_active is not None and to_active < b_end and not gap_b) or (
+            to_standby is not None and to_standby < a_end and not gap_a)
+    assert check.rejection is not Rejection.MIRROR_BEHIND

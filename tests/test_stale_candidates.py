@@ -36,8 +36,10 @@ CASES = [
                                                    LogEnds(NOW, 50, 45))}, Rejection.RECEIVING_DATA),
     ("stable, but snapshots cover 5 minutes", {"points": (LogEnds(NOW - 300_000, 50, 45), LogEnds(NOW, 50, 45))},
      Rejection.SHORT_HISTORY),
-    ("the standby->active mirror behind", {"standby_mirror_position": 43}, Rejection.MIRROR_BEHIND),
-    ("the active->standby mirror behind", {"active_mirror_position": 48}, Rejection.MIRROR_BEHIND),
+    ("the standby->active mirror behind a quiet end: stopped", {"standby_mirror_position": 43},
+     Rejection.MIRROR_STOPPED),
+    ("the active->standby mirror behind a quiet end: stopped", {"active_mirror_position": 48},
+     Rejection.MIRROR_STOPPED),
     ("a mirror one short: its last transaction's marker", {"standby_mirror_position": 44}, None),
     ("a mirror position unknown", {"standby_mirror_position": None}, Rejection.MIRROR_UNKNOWN),
     ("one snapshot only: it shows no quiet (a live read may)", {"points": (LogEnds(NOW - 100_000, 50, 45),)},
@@ -55,6 +57,35 @@ def test_classify(name, overrides, expected):
     assert verdict.detail
 
 
+# Issue 14: the B->A mirror (idc2->idc1: the group is active on idc1) stopped. History: the ends at
+# 15, 10 and 5 minutes ago and now; the mirror's positions as read now.
+STOPPED = [
+    ("stopped, and idc2 still receiving records (its end moved 5 minutes ago)",
+     {"points": (LogEnds(NOW - 900_000, 50, 43), LogEnds(NOW - 600_000, 50, 44), LogEnds(NOW - 300_000, 50, 45),
+                 LogEnds(NOW, 50, 45)), "standby_mirror_position": 43}, Rejection.RECEIVING_DATA),
+    ("stopped before copying idc2's last two records, nothing new since", {"standby_mirror_position": 43},
+     Rejection.MIRROR_STOPPED),
+    ("stopped long ago: nothing of idc2 was ever copied", {"standby_mirror_position": 0}, Rejection.MIRROR_STOPPED),
+    ("stopped, caught up, both quiet: everything of idc2 is on idc1, a fast-forward is NO-LOSS", {}, None),
+    ("stopped one short of idc2's end: its last transaction's marker", {"standby_mirror_position": 44}, None),
+    ("stopped, its positions group gone (offsets expired)", {"standby_mirror_position": None},
+     Rejection.MIRROR_UNKNOWN),
+    ("the idc1->idc2 mirror stopped behind", {"active_mirror_position": 47}, Rejection.MIRROR_STOPPED),
+    ("a group lag is said first", {"standby_mirror_position": 43, "committed": 45}, Rejection.GROUP_LAG),
+]
+
+
+@pytest.mark.parametrize("name, overrides, expected", STOPPED, ids=[c[0] for c in STOPPED])
+def test_a_stopped_reverse_mirror(name, overrides, expected):
+    verdict = classify(history(**overrides), NOW, window_s=WINDOW_S)
+    assert verdict.rejection is expected, verdict.detail
+    if expected is Rejection.MIRROR_STOPPED:
+        direction = "idc1->idc2" if "active_mirror_position" in overrides else "idc2->idc1"
+        assert verdict.detail.startswith(f"the {direction} mirror is at ") and "not moved for 900s" in verdict.detail
+        assert "not copying" in verdict.detail
+        assert not verdict.quiet_by(NOW + 10**9, WINDOW_S)  # no live re-read on ticks between snapshots
+
+
 def test_run_key_follows_the_log_ends_only():
     v = classify(history(), NOW, window_s=WINDOW_S)
     assert v.run_key() == classify(history(standby_committed=30), NOW + 5000, window_s=WINDOW_S).run_key()
@@ -68,7 +99,7 @@ def test_skip_reason_counts_the_rejections():
     verdicts = [classify(history(**o), NOW, window_s=WINDOW_S) for _, o, e in CASES if e is not None]
     text = skip_reason(verdicts)
     assert text.startswith(f"no stale partition among {len(verdicts)}: ")
-    assert "2 receiving_data" in text and "2 mirror_behind" in text and "1 group_has_lag" in text
+    assert "2 receiving_data" in text and "2 mirror_stopped" in text and "1 group_has_lag" in text
     assert skip_reason([]) == "no group-partition in the snapshot history"
 
 
@@ -90,6 +121,11 @@ def test_a_candidate_meets_every_condition(raw, c, g, pos_a, pos_b):
         assert 0 <= newest.active_end - c <= 1
         assert g is None or g < newest.standby_end
         assert pos_a >= newest.active_end - 1 and pos_b >= newest.standby_end - 1
+    if verdict.rejection is Rejection.MIRROR_STOPPED:  # only ever after the whole window, a position behind
+        newest = max(points, key=lambda p: p.time_ms)
+        assert verdict.stable_for_s >= WINDOW_S
+        assert pos_a < newest.active_end - 1 or pos_b < newest.standby_end - 1
+    assert verdict.rejection is not Rejection.MIRROR_BEHIND
 
 
 def test_quiet_by_says_when_a_live_read_can_decide():
