@@ -5,12 +5,15 @@ end then, ``status`` (``audited``, ``records_deleted``, ``needs_wider_read``, ``
 ...), ``lost`` / ``duplicated`` with the first standby offsets of each, the translation's strategy
 in that cycle, and the reason. Idempotent per window: :func:`replace_window` deletes the window's
 rows, then inserts the new ones (re-running a partition replaces, never doubles). Parameterized
-queries and column binding only.
+queries and column binding only. A window's rows are kept ``OFFSET_PIPELINE_CLICKHOUSE_TTL_DAYS``
+after its day (``storage/retention.py``); the day's totals stay longer in the audit run's metadata.
 """
 
 from __future__ import annotations
 
 from datetime import date, datetime, timezone
+
+from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
 
 TABLE = "offset_failover_audits"
 
@@ -53,6 +56,7 @@ COLUMNS = [
 
 def ensure_table(client) -> None:
     client.command(DDL)
+    ensure_ttl(client, TABLE, delete_ttl("window_date", clickhouse_retention().history_days))
 
 
 def replace_window(client, window: date, rows: list[dict], audited_at_ms: int) -> int:

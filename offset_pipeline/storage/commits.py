@@ -8,7 +8,8 @@ standby's committed offset as this step left it (re-read after a write, else as 
 planning); ``error`` says why a write or the group's re-read failed.
 
 Inserts go through clickhouse-connect's column binding and queries are parameterized, never SQL
-text built from data: group ids may hold any character.
+text built from data: group ids may hold any character. Rows are kept
+``OFFSET_PIPELINE_CLICKHOUSE_TTL_DAYS`` (``storage/retention.py``); new tables are partitioned by day.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
 from offset_pipeline.storage.row_inserts import columns_of, insert_dataclass_rows
 
 TABLE = "offset_commits"
@@ -43,6 +45,7 @@ CREATE TABLE IF NOT EXISTS {TABLE}
     committed_after    Nullable(Int64)
 )
 ENGINE = MergeTree
+PARTITION BY toYYYYMMDD(cycle_time)
 ORDER BY (group_id, topic, partition, cycle_time)
 """
 
@@ -84,6 +87,7 @@ COLUMNS = columns_of(CommitRow, "cycle_time_ms")
 
 def ensure_table(client) -> None:
     client.command(DDL)
+    ensure_ttl(client, TABLE, delete_ttl("cycle_time", clickhouse_retention().history_days))
 
 
 def insert_rows(client, rows: Iterable[CommitRow]) -> int:

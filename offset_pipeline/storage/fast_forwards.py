@@ -8,6 +8,13 @@ and as re-read, ``c``, both mirrors' positions, how long the logs were quiet), s
 be audited later. The newest applied row of a group-partition and direction is the **kept point**
 the sync cycle translates with (``translation/caught_up.py``: :class:`CaughtUpPoint`).
 
+Retention (``storage/retention.py``): rows that are not kept points expire after
+``OFFSET_PIPELINE_CLICKHOUSE_TTL_DAYS``; expired kept points are rolled up per group-partition and
+direction into the newest one, which therefore stays however old it is (a quiet partition's point
+may not change for months and is still what the cycle translates with). The roll-up needs the
+direction in the sorting key: a table of an older version (sorted by group, topic, partition, time)
+is copied once into the new layout by :func:`ensure_table`.
+
 Inserts use clickhouse-connect's column binding; queries are parameterized.
 """
 
@@ -16,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from offset_pipeline.storage.retention import clickhouse_retention, ensure_ttl, rollup_ttl
 from offset_pipeline.storage.row_inserts import columns_of, insert_dataclass_rows
 from offset_pipeline.translation import CaughtUpPoint
 
@@ -51,8 +59,9 @@ CREATE TABLE IF NOT EXISTS {TABLE}
     error                   Nullable(String)
 )
 ENGINE = MergeTree
-ORDER BY (group_id, topic, partition, checked_at)
+ORDER BY (group_id, topic, partition, active, standby, checked_at)
 """
+POINT_KEY = ["group_id", "topic", "partition", "active", "standby"]  # the sorting key's prefix before checked_at
 
 # Outcomes (stable: stored).
 FAST_FORWARDED = "fast_forwarded"  # the standby offset was moved to the standby log end
@@ -94,9 +103,42 @@ class FastForwardRow:
 
 COLUMNS = columns_of(FastForwardRow, "checked_at_ms")
 
+#: A row that is a kept point (:func:`latest_points`), as SQL without parameters (a TTL needs it
+#: literal). ``ifNull``: a NULL comparison must read as "not kept", never as unknown.
+KEPT_POINT_SQL = (
+    f"outcome IN ('{FAST_FORWARDED}', '{UNCHANGED}') AND NOT dry_run AND committed IS NOT NULL "
+    "AND new_offset IS NOT NULL AND ifNull(committed_after = new_offset, 0)"
+)
+_RESORTING = f"{TABLE}__resorting"
+
+
+def _sorting_key(client, table: str) -> list[str]:
+    rows = client.query(
+        "SELECT sorting_key FROM system.tables WHERE database = currentDatabase() AND name = {t:String}",
+        parameters={"t": table},
+    ).result_rows
+    return [c.strip() for c in rows[0][0].split(",")] if rows else []
+
+
+def _resort_older_table(client) -> None:
+    """Copy a table of an older layout into the current one (rows unchanged), then swap them.
+    Fast-forward runs and sync cycles never overlap (one concurrency tag), so no insert races it;
+    an interrupted copy is dropped and redone by the next call."""
+    client.command(f"DROP TABLE IF EXISTS {_RESORTING}")
+    client.command(DDL.replace(f"EXISTS {TABLE}\n", f"EXISTS {_RESORTING}\n", 1))
+    names = ", ".join(COLUMNS)
+    client.command(f"INSERT INTO {_RESORTING} ({names}) SELECT {names} FROM {TABLE}")
+    client.command(f"EXCHANGE TABLES {TABLE} AND {_RESORTING}")
+    client.command(f"DROP TABLE {_RESORTING}")
+
 
 def ensure_table(client) -> None:
     client.command(DDL)
+    if _sorting_key(client, TABLE)[:len(POINT_KEY)] != POINT_KEY:
+        _resort_older_table(client)
+    newest = [c for c in COLUMNS if c not in POINT_KEY and c != "checked_at"]
+    ensure_ttl(client, TABLE, rollup_ttl("checked_at", clickhouse_retention().history_days, POINT_KEY, newest,
+                                         where_kept=KEPT_POINT_SQL))
 
 
 def insert_rows(client, rows: Iterable[FastForwardRow]) -> int:
@@ -111,10 +153,7 @@ def latest_points(client) -> dict[PointKey, CaughtUpPoint]:
     offset (fast-forwarded or already there, not a dry run): the sync cycle's kept point."""
     rows = client.query(
         "SELECT group_id, topic, partition, active, standby, argMax(tuple(committed, new_offset), checked_at) "
-        f"FROM {TABLE} WHERE outcome IN {{kept:Array(String)}} AND NOT dry_run "
-        "AND committed IS NOT NULL AND new_offset IS NOT NULL AND committed_after = new_offset "
-        "GROUP BY group_id, topic, partition, active, standby",
-        parameters={"kept": [FAST_FORWARDED, UNCHANGED]},
+        f"FROM {TABLE} WHERE {KEPT_POINT_SQL} GROUP BY group_id, topic, partition, active, standby",
     ).result_rows
     return {
         (group_id, topic, int(partition), active, standby): CaughtUpPoint(active, standby, int(c), int(t))

@@ -2,11 +2,11 @@
 
 * ``offset_sync_metrics``: one row per group-partition and cycle (``monitoring/metric_rules.py``;
   ``active``/``standby`` empty when the group's direction was not decided, e.g. a split brain),
-  kept ``RAW_TTL_DAYS`` days (TTL).
+  kept ``OFFSET_PIPELINE_CLICKHOUSE_TTL_DAYS`` days (TTL, ``storage/retention.py``).
 * ``offset_sync_metrics_1m``: a per-minute rollup per (active, standby, group, topic), filled by the
-  materialized view ``ROLLUP_VIEW`` on every insert into the raw table and kept ``ROLLUP_TTL_DAYS``
-  days: the dashboards read 30 days from here, not from the raw rows. Sums and counts are
-  ``SimpleAggregateFunction`` columns, so partially merged parts still add up in a ``GROUP BY``
+  materialized view ``ROLLUP_VIEW`` on every insert into the raw table and kept
+  ``OFFSET_PIPELINE_METRICS_ROLLUP_TTL_DAYS`` days (default 400): the dashboards read 30 days
+  from here, not from the raw rows. Sums and counts are ``SimpleAggregateFunction`` columns, so partially merged parts still add up in a ``GROUP BY``
   with ``sum``/``max``.
 
 :func:`ensure_tables` also migrates tables of older versions (columns added, the view replaced).
@@ -21,6 +21,7 @@ from dataclasses import astuple, fields
 from datetime import datetime, timezone
 
 from offset_pipeline.monitoring.metric_rules import MetricRow
+from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
 
 TABLE = "offset_sync_metrics"
 ROLLUP = "offset_sync_metrics_1m"
@@ -28,8 +29,6 @@ ROLLUP = "offset_sync_metrics_1m"
 # drops the older ones (a view's query cannot be altered in place).
 ROLLUP_VIEW_PREFIX = "offset_sync_metrics_1m_mv"
 ROLLUP_VIEW = f"{ROLLUP_VIEW_PREFIX}_v3"
-RAW_TTL_DAYS = 35
-ROLLUP_TTL_DAYS = 400
 
 DDL = f"""
 CREATE TABLE IF NOT EXISTS {TABLE}
@@ -61,7 +60,6 @@ CREATE TABLE IF NOT EXISTS {TABLE}
 ENGINE = MergeTree
 PARTITION BY toYYYYMMDD(cycle_time)
 ORDER BY (group_id, topic, partition, active, cycle_time)
-TTL toDateTime(cycle_time) + INTERVAL {RAW_TTL_DAYS} DAY
 """
 
 ROLLUP_DDL = f"""
@@ -95,7 +93,6 @@ CREATE TABLE IF NOT EXISTS {ROLLUP}
 ENGINE = AggregatingMergeTree
 PARTITION BY toYYYYMM(minute)
 ORDER BY (group_id, topic, active, standby, minute)
-TTL minute + INTERVAL {ROLLUP_TTL_DAYS} DAY
 """
 
 ROLLUP_VIEW_DDL = f"""
@@ -143,11 +140,14 @@ def _declared_columns(ddl: str) -> list[tuple[str, str]]:
 def ensure_tables(client) -> None:
     """Create the tables and the view, or bring older ones up to date: missing columns are
     added (defaults for the rows already there), and views of older query versions are replaced.
-    Idempotent."""
-    for table, ddl in ((TABLE, DDL), (ROLLUP, ROLLUP_DDL)):
+    Idempotent. The TTLs follow the retention settings (``storage/retention.py``)."""
+    retention = clickhouse_retention()
+    for table, ddl, ttl in ((TABLE, DDL, delete_ttl("cycle_time", retention.history_days)),
+                            (ROLLUP, ROLLUP_DDL, delete_ttl("minute", retention.rollup_days))):
         client.command(ddl)
         for name, kind in _declared_columns(ddl):
             client.command(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name} {kind}")
+        ensure_ttl(client, table, ttl)
     client.command(ROLLUP_VIEW_DDL)
     views = client.query(
         "SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, {p:String})",

@@ -1,7 +1,10 @@
 """The ``topic_shape_observations`` table: origin-header counts sampled per cycle, the evidence
 shape detection sums over a horizon (``offset_pipeline/shape_detection.py``).
 
-One row per (cycle, topic, partition, cluster) sampled. Parameterized queries only.
+One row per (cycle, topic, partition, cluster) sampled. Parameterized queries only. Rows are kept
+``OFFSET_PIPELINE_CLICKHOUSE_TTL_DAYS`` (``storage/retention.py``; days, far longer than the
+evidence horizon of hours the detection sums, so the evidence in use is never deleted); new tables
+are partitioned by day.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
 from offset_pipeline.translation.shape import HeaderObservation
 
 TABLE = "topic_shape_observations"
@@ -26,6 +30,7 @@ CREATE TABLE IF NOT EXISTS {TABLE}
     malformed    UInt32
 )
 ENGINE = MergeTree
+PARTITION BY toYYYYMMDD(observed_at)
 ORDER BY (topic, cluster, observed_at)
 """
 
@@ -41,6 +46,7 @@ class ShapeObservationRow:
 
 def ensure_table(client) -> None:
     client.command(DDL)
+    ensure_ttl(client, TABLE, delete_ttl("observed_at", clickhouse_retention().history_days))
 
 
 def insert_rows(client, rows: list[ShapeObservationRow]) -> int:

@@ -3,13 +3,17 @@
 One row per cluster, consumer group and partition the group involves on either cluster, so a
 cycle's facts for one group-partition are the two rows (one per cluster) with its snapshot id.
 Inserts go through clickhouse-connect's column binding, never through SQL text: group ids may
-hold any character.
+hold any character. Rows are kept ``OFFSET_PIPELINE_CLICKHOUSE_TTL_DAYS`` (``storage/retention.py``;
+never shorter than the audit horizon: the failover audit reads them); new tables are partitioned
+by day so whole days expire as whole parts.
 """
 
 from __future__ import annotations
 
 from dataclasses import astuple, dataclass, fields
 from datetime import datetime, timezone
+
+from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
 
 TABLE = "offset_snapshots"
 
@@ -33,6 +37,7 @@ CREATE TABLE IF NOT EXISTS {TABLE}
     read_error       String DEFAULT ''
 )
 ENGINE = MergeTree
+PARTITION BY toYYYYMMDD(snapshot_time)
 ORDER BY (group_id, topic, partition, cluster, snapshot_time)
 """
 
@@ -70,6 +75,7 @@ def ensure_table(client) -> None:
     client.command(DDL)
     for column in _ADDED_COLUMNS:
         client.command(f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS {column}")
+    ensure_ttl(client, TABLE, delete_ttl("snapshot_time", clickhouse_retention().history_days))
 
 
 def insert_rows(client, rows: list[SnapshotRow]) -> int:

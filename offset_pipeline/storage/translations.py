@@ -7,6 +7,12 @@ were read. ``offset_anchors``: the standby-origin anchor each
 group-partition keeps for the next cycle (DESIGN.md §4.1); rows are appended and the newest row per
 key wins (``argMax`` by ``kept_at``). A row with NULL offsets records that the anchor was dropped.
 
+Retention (``storage/retention.py``): translations are kept ``OFFSET_PIPELINE_CLICKHOUSE_TTL_DAYS``
+(the failover audit reads them; new tables are partitioned by day). Anchors are state: an anchor
+unchanged for longer than the TTL is still the current one, so their TTL rolls a key's expired
+rows up into its newest row (dropped or not) instead of deleting them: superseded anchors go, the
+current one per key stays.
+
 Inserts go through clickhouse-connect's column binding, never through SQL text: group ids may hold
 any character.
 """
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl, rollup_ttl
 from offset_pipeline.translation.result import Anchor
 
 TRANSLATIONS_TABLE = "offset_translations"
@@ -43,6 +50,7 @@ CREATE TABLE IF NOT EXISTS {TRANSLATIONS_TABLE}
     safe_bound            Nullable(Int64)
 )
 ENGINE = MergeTree
+PARTITION BY toYYYYMMDD(cycle_time)
 ORDER BY (group_id, topic, partition, cycle_time)
 """
 
@@ -82,11 +90,18 @@ ANCHOR_COLUMNS = [
 AnchorKey = tuple[str, str, int, str, str]  # group, topic, partition, active, standby
 
 
+ANCHOR_KEY = ["group_id", "topic", "partition", "active", "standby"]  # the sorting key's prefix before kept_at
+
+
 def ensure_tables(client) -> None:
+    days = clickhouse_retention().history_days
     client.command(TRANSLATIONS_DDL)
     for statement in TRANSLATIONS_ADDED_COLUMNS:
         client.command(statement)
+    ensure_ttl(client, TRANSLATIONS_TABLE, delete_ttl("cycle_time", days))
     client.command(ANCHORS_DDL)
+    ensure_ttl(client, ANCHORS_TABLE, rollup_ttl("kept_at", days, ANCHOR_KEY,
+                                                 ["active_offset", "standby_offset", "snapshot_id"]))
 
 
 def _utc(value) -> datetime:
