@@ -1,0 +1,217 @@
+"""A whole sync cycle with one cluster or Spark unavailable (issue 14): real brokers, chdb, local Spark.
+
+The run must succeed, the groups whose facts were not read get a named status and no commit, checks
+WARN naming the part that failed, and the next cycle after the part returns syncs by itself.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import uuid
+
+import dagster as dg
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from offset_pipeline.assets import all_assets
+from offset_pipeline.devstack.cluster import ClusterSpec, KafkaCluster
+from offset_pipeline.devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
+from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
+from tests.conftest import free_port, wait_for
+from tests.test_standby_group_io import Member, committed
+from tests.test_translation_asset import log_end
+
+pytestmark = pytest.mark.kafka
+
+SYNC_ASSETS = [
+    a for a in all_assets
+    if isinstance(a, dg.AssetsDefinition) and set(a.group_names_by_key.values()) == {"offset_sync"}
+]
+PARTITIONS, RECORDS = 2, 20
+
+
+@pytest.fixture(scope="module")
+def own_idc2(kafka_jars, tmp_path_factory):
+    """An idc2 of this module's own, which the tests stop and start (the session's is shared)."""
+    cluster = KafkaCluster(ClusterSpec("idc2", free_port(), free_port(), tmp_path_factory.mktemp("idc2-outage")),
+                           kafka_jars)
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def one_way_topic(kafka_pair, own_idc2):
+    """A topic produced on the session's idc1, mirrored once (then the mirror stops) to ``own_idc2``."""
+    topic = f"outage.{uuid.uuid4().hex[:8]}"
+    kafka_pair.create_topic(topic, partitions=PARTITIONS, on=("idc1",))
+    admin = AdminClient({"bootstrap.servers": own_idc2.spec.bootstrap_servers, "log_level": 3})  # alive until done
+    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS)])[topic].result(timeout=30)
+    producer = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc1"), "log_level": 3})
+    for p in range(PARTITIONS):
+        for i in range(RECORDS):
+            producer.produce(topic, value=f"{p}-{i}".encode(), partition=p)
+    producer.flush(30)
+    stop = threading.Event()
+    mirror = DataMirror(MirrorConfig(
+        kafka_pair.endpoint("idc1"), MirrorEndpoint("idc2", own_idc2.spec.bootstrap_servers),
+        topic_pattern=rf"^{topic.replace('.', '[.]')}$", metadata_refresh_s=0.5, instance=topic,
+    ))
+    thread = threading.Thread(target=mirror.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        for p in range(PARTITIONS):
+            # RECORDS copies and the mirror's commit marker
+            wait_for(lambda: log_end(own_idc2.spec.bootstrap_servers, topic, p) >= RECORDS, timeout=90,
+                     what=f"{topic}[{p}] mirrored")
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    return topic
+
+
+def resources(chdb_dsn, idc1: str, idc2: str, spark: SparkResource | None = None) -> dict:
+    return {
+        "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=idc1),
+        "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=idc2),
+        "clickhouse": ClickHouseResource(dsn=chdb_dsn),
+        "spark": spark or SparkResource(),
+    }
+
+
+def cycle(res: dict, group: str, topic: str, instance) -> dg.ExecuteInProcessResult:
+    """One sync cycle (every asset of the offset_sync group, as the sensor's job) for one group."""
+    timeout = {"kafka_timeout_s": 3.0}
+    result = dg.materialize(SYNC_ASSETS, resources=res, instance=instance, run_config={"ops": {
+        "offset_snapshot": {"config": {"group_include": f"^{group}$", **timeout}},
+        "offset_translations": {"config": {"topic_shapes": {topic: "one_way:idc1"}, **timeout}},
+        "offset_standby_commits": {"config": timeout},
+    }})
+    assert result.success, "a cycle with a part down must still succeed"
+    return result
+
+
+def checks(result) -> dict[str, dg.AssetCheckEvaluation]:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def rows(res, result, table: str, columns: str) -> dict[int, tuple]:
+    client = res["clickhouse"].get_client()
+    return {r[0]: r[1:] for r in client.query(
+        f"SELECT partition, {columns} FROM {table} WHERE snapshot_id = {{s:String}}", parameters={"s": result.run_id},
+    ).result_rows}
+
+
+def test_a_stopped_standby_cluster_costs_no_run_and_the_next_cycle_resumes(kafka_pair, own_idc2, one_way_topic, chdb_dsn):
+    topic, group = one_way_topic, f"outage-{uuid.uuid4().hex[:8]}"
+    b1, b2 = kafka_pair.bootstrap("idc1"), own_idc2.spec.bootstrap_servers
+    res, instance = resources(chdb_dsn, b1, b2), dg.DagsterInstance.ephemeral()
+    member = Member(b1, group, topic)  # live on idc1: its active cluster
+    try:
+        member.commit(topic, {p: 10 for p in range(PARTITIONS)})
+        first = cycle(res, group, topic, instance)
+        assert checks(first)["clusters_readable"].passed
+        assert {p: r[0] for p, r in rows(res, first, "offset_commits", "decision, applied").items()} == \
+            {p: "commit" for p in range(PARTITIONS)}
+        synced = committed(b2, group, topic)
+        assert synced == {p: 10 for p in range(PARTITIONS)}  # one-way, exact: the copy of record 10
+
+        own_idc2.stop()
+        member.commit(topic, {p: 15 for p in range(PARTITIONS)})
+        down = cycle(res, group, topic, instance)
+        readable = checks(down)["clusters_readable"]
+        assert not readable.passed and readable.severity == dg.AssetCheckSeverity.WARN
+        assert "idc2 unavailable" in readable.description
+        assert {p: r[0] for p, r in rows(res, down, "offset_translations", "status").items()} == \
+            {p: "cluster_unavailable" for p in range(PARTITIONS)}
+        decisions = rows(res, down, "offset_commits", "decision, applied")
+        assert decisions == {p: ("skipped_untranslated", False) for p in range(PARTITIONS)}
+        snapshot_meta = down.asset_materializations_for_node("offset_snapshot")[0].metadata
+        assert snapshot_meta["unavailable_clusters"].value == "idc2"
+
+        own_idc2.start()
+        back = cycle(res, group, topic, instance)
+        assert checks(back)["clusters_readable"].passed
+        assert {p: r[0] for p, r in rows(res, back, "offset_commits", "decision").items()} == \
+            {p: "commit" for p in range(PARTITIONS)}
+        assert committed(b2, group, topic) == {p: 15 for p in range(PARTITIONS)}
+    finally:
+        member.close()
+        own_idc2.start()
+
+
+@pytest.fixture
+def silent_listener():
+    """A TCP port that accepts connections and never answers (a broker hung, or a network black
+    hole): Kafka clients connect, send, and wait."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    accepted, stop = [], threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join(timeout=5)
+    for conn in accepted:
+        conn.close()
+    server.close()
+
+
+def test_a_cluster_that_never_answers_is_unavailable_within_the_timeout(kafka_pair, one_way_topic, chdb_dsn,
+                                                                        silent_listener):
+    topic, group = one_way_topic, f"outage-{uuid.uuid4().hex[:8]}"
+    b1 = kafka_pair.bootstrap("idc1")
+    res = resources(chdb_dsn, b1, silent_listener)
+    member = Member(b1, group, topic)
+    try:
+        member.commit(topic, {p: 10 for p in range(PARTITIONS)})
+        result = cycle(res, group, topic, dg.DagsterInstance.ephemeral())
+        readable = checks(result)["clusters_readable"]
+        assert not readable.passed and "idc2 unavailable" in readable.description
+        reason = result.asset_materializations_for_node("offset_snapshot")[0].metadata
+        assert reason["unavailable_clusters"].value == "idc2"
+        assert {p: r[0] for p, r in rows(res, result, "offset_translations", "status").items()} == \
+            {p: "cluster_unavailable" for p in range(PARTITIONS)}
+        assert all(r[0] != "commit" for r in rows(res, result, "offset_commits", "decision").values())
+    finally:
+        member.close()
+
+
+def test_a_spark_connect_server_that_refuses_gives_spark_unavailable_and_local_spark_resumes(
+    kafka_pair, own_idc2, one_way_topic, chdb_dsn,
+):
+    topic, group = one_way_topic, f"outage-{uuid.uuid4().hex[:8]}"
+    b1, b2 = kafka_pair.bootstrap("idc1"), own_idc2.spec.bootstrap_servers
+    instance = dg.DagsterInstance.ephemeral()
+    refused = resources(chdb_dsn, b1, b2, SparkResource(connect_url=f"sc://127.0.0.1:{free_port()}",
+                                                        connect_timeout_s=2.0))
+    member = Member(b1, group, topic)
+    try:
+        member.commit(topic, {p: 12 for p in range(PARTITIONS)})
+        down = cycle(refused, group, topic, instance)
+        engine = checks(down)["translation_engine_available"]
+        assert not engine.passed and engine.severity == dg.AssetCheckSeverity.WARN
+        assert "did not accept a connection" in engine.description
+        translated = rows(refused, down, "offset_translations", "status, reason")
+        assert {p: r[0] for p, r in translated.items()} == {p: "spark_unavailable" for p in range(PARTITIONS)}
+        assert all("Spark Connect server" in r[1] for r in translated.values())
+        assert all(r[0] != "commit" for r in rows(refused, down, "offset_commits", "decision").values())
+        assert committed(b2, group, topic) == {}
+
+        back = cycle(resources(chdb_dsn, b1, b2), group, topic, instance)  # Spark answers again
+        assert checks(back)["translation_engine_available"].passed
+        assert committed(b2, group, topic) == {p: 12 for p in range(PARTITIONS)}
+    finally:
+        member.close()
