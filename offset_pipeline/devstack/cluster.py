@@ -28,15 +28,33 @@ from offset_pipeline.devstack.errors import BrokerStartError, DevStackError
 
 LOG_TAIL_LINES = 40
 
-_LOG4J2 = """\
+# The broker log is bounded: it rolls over at this size, keeping this many older files
+# (``broker.log.1`` the newest), so a broker left running takes at most 6 x 20 MB.
+BROKER_LOG_MAX_SIZE = "20MB"
+BROKER_LOG_BACKUPS = 5
+
+
+def log4j2_properties(log_path: Path) -> str:
+    """The broker's log4j2 configuration (Kafka 4 logs through log4j2): everything to ``log_path``,
+    rolled over by size. The broker's stdout goes to the same file (``start``) for what the JVM
+    prints before log4j starts; after a rollover, such rare output lands in the rolled file."""
+    return f"""\
 status = warn
-appender.console.type = Console
-appender.console.name = STDOUT
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
+appender.rolling.type = RollingFile
+appender.rolling.name = BROKER_LOG
+appender.rolling.fileName = {log_path}
+appender.rolling.filePattern = {log_path}.%i
+appender.rolling.layout.type = PatternLayout
+appender.rolling.layout.pattern = [%d] %p %m (%c)%n
+appender.rolling.policies.type = Policies
+appender.rolling.policies.size.type = SizeBasedTriggeringPolicy
+appender.rolling.policies.size.size = {BROKER_LOG_MAX_SIZE}
+appender.rolling.strategy.type = DefaultRolloverStrategy
+appender.rolling.strategy.fileIndex = min
+appender.rolling.strategy.max = {BROKER_LOG_BACKUPS}
 rootLogger.level = INFO
-rootLogger.appenderRefs = stdout
-rootLogger.appenderRef.stdout.ref = STDOUT
+rootLogger.appenderRefs = broker
+rootLogger.appenderRef.broker.ref = BROKER_LOG
 logger.kafka.name = kafka
 logger.kafka.level = INFO
 logger.state.name = state.change.logger
@@ -201,7 +219,7 @@ class KafkaCluster:
 
     def _write_config(self) -> None:
         self.spec.data_dir.mkdir(parents=True, exist_ok=True)
-        (self.spec.data_dir / "log4j2.properties").write_text(_LOG4J2)
+        (self.spec.data_dir / "log4j2.properties").write_text(log4j2_properties(self.log_path))
         props = broker_properties(self.spec)
         self._properties_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
