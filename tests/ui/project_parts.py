@@ -42,6 +42,8 @@ PROJECT = ProjectParts(
         "audits": frozenset({"offset_failover_audit"}),
     },
     checks_by_asset={
+        "offset_snapshot": frozenset({"clusters_readable"}),
+        "offset_translations": frozenset({"translation_engine_available"}),
         "offset_standby_commits": frozenset({"no_loss", "sync_freshness"}),
         "offset_fast_forwards": frozenset({"no_loss"}),
         "offset_failover_audit": frozenset({"no_loss_in_window"}),
