@@ -4,6 +4,7 @@ dry-run setting."""
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import dagster as dg
 import pytest
@@ -111,18 +112,20 @@ def test_newest_synced_cycle_needs_every_partition_synced(chdb_dsn):
     commits.ensure_table(client)
     commits.ensure_table(client)  # idempotent
     other = "other 'g'"
+    # recent cycle times: rows older than the table's TTL (storage/retention.py) are expired
+    t0 = int(time.time()) * 1000
     commits.insert_rows(client, [
-        # s1 at 1 s: both partitions synced (one written, one unchanged)
-        row(snapshot="s1", cycle_ms=1_000, partition=0),
-        row("unchanged", snapshot="s1", cycle_ms=1_000, partition=1, applied=False),
-        # s2 at 2 s: one write did not land
-        row(snapshot="s2", cycle_ms=2_000, partition=0, applied=False, error="x"),
-        row("unchanged", snapshot="s2", cycle_ms=2_000, partition=1, applied=False),
+        # s1 at t0 + 1 s: both partitions synced (one written, one unchanged)
+        row(snapshot="s1", cycle_ms=t0 + 1_000, partition=0),
+        row("unchanged", snapshot="s1", cycle_ms=t0 + 1_000, partition=1, applied=False),
+        # s2 at t0 + 2 s: one write did not land
+        row(snapshot="s2", cycle_ms=t0 + 2_000, partition=0, applied=False, error="x"),
+        row("unchanged", snapshot="s2", cycle_ms=t0 + 2_000, partition=1, applied=False),
         # the other group only ever dry-ran or was refused
-        row("dry_run", group=other, snapshot="s1", cycle_ms=1_000, applied=False),
-        row("refused_rewind", group=other, snapshot="s2", cycle_ms=2_000, applied=False),
+        row("dry_run", group=other, snapshot="s1", cycle_ms=t0 + 1_000, applied=False),
+        row("refused_rewind", group=other, snapshot="s2", cycle_ms=t0 + 2_000, applied=False),
     ])
-    assert commits.newest_synced_cycle_times(client, [G, other, "absent"]) == {G: 1.0}
+    assert commits.newest_synced_cycle_times(client, [G, other, "absent"]) == {G: t0 / 1000 + 1.0}
     stored = client.query(
         "SELECT decision, applied, error, committed_after FROM offset_commits WHERE group_id = {g:String} "
         "ORDER BY cycle_time, partition", parameters={"g": G},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from offset_pipeline.resources import ClickHouseResource
 from offset_pipeline.stale_candidates import LogEnds
 from offset_pipeline.storage import snapshots, translations
@@ -9,6 +11,7 @@ from offset_pipeline.storage.snapshots import SnapshotRow
 from offset_pipeline.storage.stale_history import partition_histories
 
 G = "g 'q' ü"
+T0 = int(time.time()) * 1000  # recent: rows older than the tables' TTL (storage/retention.py) expire
 
 
 def translation(sid, ms, group, active, standby, c, g):
@@ -24,18 +27,18 @@ def test_histories_pair_both_log_ends_per_snapshot_in_the_newest_direction(chdb_
     translations.ensure_tables(client)
     rows = []
     for i, (end1, end2) in enumerate([(10, 7), (12, 9), (12, 9)]):
-        ms = 1_000_000 + i * 30_000
+        ms = T0 + i * 30_000
         for cluster, end in (("idc1", end1), ("idc2", end2)):
             for group in (G, "other"):  # two groups: one log end per snapshot all the same
                 rows.append(SnapshotRow(f"s{i}", ms, cluster, group, "Stable", 1, "low", 0, 12, True, 0, end, end))
     snapshots.insert_rows(client, rows)
     translations.insert_translations(client, [
-        translation("s0", 1_000_000, G, "idc2", "idc1", 5, 3),
-        translation("s2", 1_060_000, G, "idc1", "idc2", 12, 8),  # the newest direction wins
-        translation("s2", 1_060_000, "other", "", "", 12, None),  # undecided: left out
+        translation("s0", T0, G, "idc2", "idc1", 5, 3),
+        translation("s2", T0 + 60_000, G, "idc1", "idc2", 12, 8),  # the newest direction wins
+        translation("s2", T0 + 60_000, "other", "", "", 12, None),  # undecided: left out
     ])
     (history,) = partition_histories(client, 0)
     assert (history.group_id, history.active, history.standby, history.committed, history.standby_committed) == (
         G, "idc1", "idc2", 12, 8)
-    assert history.points == (LogEnds(1_000_000, 10, 7), LogEnds(1_030_000, 12, 9), LogEnds(1_060_000, 12, 9))
-    assert partition_histories(client, 1_050_000)[0].points == (LogEnds(1_060_000, 12, 9),)
+    assert history.points == (LogEnds(T0, 10, 7), LogEnds(T0 + 30_000, 12, 9), LogEnds(T0 + 60_000, 12, 9))
+    assert partition_histories(client, T0 + 50_000)[0].points == (LogEnds(T0 + 60_000, 12, 9),)

@@ -3,7 +3,9 @@ the history reads from ClickHouse that feed it."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import astuple, replace
+from datetime import datetime, timezone
 
 import pytest
 from hypothesis import given
@@ -155,12 +157,13 @@ def test_history_reads_previous_snapshot_commits_and_directions(chdb_dsn):
     client = ClickHouseResource(dsn=chdb_dsn).get_client()
     snapshots.ensure_table(client)
     translations.ensure_tables(client)
+    t0 = int(time.time()) * 1000  # recent: rows older than the tables' TTL (storage/retention.py) expire
 
     def snap(sid, ms, cluster, committed):
         return SnapshotRow(sid, ms, cluster, G, "Empty", 0, "t", 0, committed, True, 0, 20, 20)
 
-    snapshots.insert_rows(client, [snap("s1", 1000, "idc1", 8), snap("s1", 1000, "idc2", 2),
-                                   snap("s2", 2000, "idc1", 10), snap("s2", 2000, "idc2", 4)])
+    snapshots.insert_rows(client, [snap("s1", t0 + 1000, "idc1", 8), snap("s1", t0 + 1000, "idc2", 2),
+                                   snap("s2", t0 + 2000, "idc1", 10), snap("s2", t0 + 2000, "idc2", 4)])
     assert previous_snapshot_id(client, "s2") == "s1"
     assert previous_snapshot_id(client, "s1") is None
 
@@ -185,7 +188,8 @@ def test_history_reads_previous_snapshot_commits_and_directions(chdb_dsn):
          "standby": standby, "committed": 1, "standby_committed": None, "strategy": "none", "standby_offset": None,
          "status": "no_anchor", "reason": "", "expected_duplicates": None, "timestamp_inversion": False,
          "anchor_active_offset": None, "anchor_standby_offset": None, "safe_bound": None}
-        for sid, ms, active, standby in (("s0", 500, "idc2", "idc1"), ("s1", 1000, "idc1", "idc2"), ("s2", 2000, "", ""))
+        for sid, ms, active, standby in (("s0", t0 + 500, "idc2", "idc1"), ("s1", t0 + 1000, "idc1", "idc2"),
+                                         ("s2", t0 + 2000, "", ""))
     ])
     assert direction_history(client, "s2").previous_active == {G: "idc1"}
     # the moved-on-idc1 history, with the sync's own write on idc2 ignored, decides idc1
@@ -201,8 +205,10 @@ def test_ensure_table_adds_timestamp_type_to_a_snapshot_table_from_before_it(chd
         ",\n    read_error       String DEFAULT ''", "")
     assert "timestamp_type" not in old_ddl and "read_error" not in old_ddl
     client.command(old_ddl)
-    old = SnapshotRow("s0", 500, "idc1", G, "Empty", 0, "t", 0, 3, True, 0, 9, 9)
-    client.insert(snapshots.TABLE, [["s0", "idc1", G, "t", 0]], column_names=["snapshot_id", "cluster", "group_id", "topic", "partition"])
+    t0 = int(time.time()) * 1000  # recent: rows older than the table's TTL (storage/retention.py) expire
+    old = SnapshotRow("s0", t0 + 500, "idc1", G, "Empty", 0, "t", 0, 3, True, 0, 9, 9)
+    client.insert(snapshots.TABLE, [["s0", datetime.fromtimestamp(t0 / 1000, tz=timezone.utc), "idc1", G, "t", 0]],
+                  column_names=["snapshot_id", "snapshot_time", "cluster", "group_id", "topic", "partition"])
     snapshots.ensure_table(client)
     snapshots.ensure_table(client)  # idempotent
     snapshots.insert_rows(client, [replace(old, timestamp_type="LogAppendTime", read_error="idc1 unavailable")])
