@@ -48,7 +48,7 @@ PROJECT = ProjectParts(
         "offset_fast_forwards": frozenset({"no_loss"}),
         "offset_failover_audit": frozenset({"no_loss_in_window"}),
     },
-    sensors=frozenset({"offset_sync_sensor", "stale_partition_sensor"}),
+    sensors=frozenset({"offset_sync_sensor", "stale_partition_sensor", "dagster_run_retention"}),
     schedules=frozenset({"offset_failover_audit_schedule"}),
     jobs=frozenset({"offset_sync_cycle", "offset_fast_forward", "offset_failover_audit_job"}),
 )
