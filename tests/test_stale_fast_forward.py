@@ -16,7 +16,7 @@ import uuid
 
 import dagster as dg
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupState, Producer, TopicPartition
 
 from offset_pipeline.assets import (
     offset_fast_forwards,
@@ -26,6 +26,7 @@ from offset_pipeline.assets import (
     offset_translations,
 )
 from offset_pipeline.devstack.mirror import DataMirror, MirrorConfig
+from offset_pipeline.kafka_reads.mirror_positions import read_mirror_positions
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.resources.mirrors import MirrorPositionGroup, MirrorsResource
 from offset_pipeline.sensors.stale_partitions import evaluate_stale_tick
@@ -173,6 +174,77 @@ def mirrored(kafka_pair, topic: str, partition: int = 0) -> None:
                         partition)
         return {v for _, v in a} == {v for _, v in b}
     wait_for(done, timeout=60, what=f"{topic}[{partition}] mirrored both ways")
+
+
+class DedicatedMirrors:
+    """Both devstack mirrors for one topic (outside the session mirrors' ``t.*`` pattern), in threads,
+    each direction started and stopped by the test. A restart resumes from the committed positions
+    (same instance name: same transactional id and positions group)."""
+
+    def __init__(self, kafka_pair, topic: str):
+        self.kafka_pair, self.topic = kafka_pair, topic
+        self.instance = f"ff-{uuid.uuid4().hex[:6]}"
+        self.running: dict[tuple[str, str], tuple[threading.Event, threading.Thread]] = {}
+
+    def config(self, source: str, target: str) -> MirrorConfig:
+        return MirrorConfig(self.kafka_pair.endpoint(source), self.kafka_pair.endpoint(target),
+                            topic_pattern=rf"^{re.escape(self.topic)}$", metadata_refresh_s=0.5, instance=self.instance)
+
+    def start(self, source: str, target: str) -> None:
+        mirror = DataMirror(self.config(source, target))
+        stop = threading.Event()
+        thread = threading.Thread(target=mirror.run, args=(stop,), daemon=True, name=f"mirror-{source}-{self.instance}")
+        thread.start()
+        self.running[(source, target)] = (stop, thread)
+
+    def stop(self, source: str, target: str) -> None:
+        stop, thread = self.running.pop((source, target))
+        stop.set()
+        thread.join(timeout=60)
+        assert not thread.is_alive(), f"the {source}->{target} mirror did not stop"
+
+    def close(self) -> None:
+        for direction in list(self.running):
+            self.stop(*direction)
+
+    def resource(self) -> MirrorsResource:
+        return MirrorsResource(position_groups=[
+            MirrorPositionGroup(source=s, target=t, stored_on=t, group_id=self.config(s, t).group_id)
+            for s, t in (("idc1", "idc2"), ("idc2", "idc1"))
+        ])
+
+    def position(self, source: str, target: str) -> int | None:
+        """The ``source``->``target`` mirror's committed position, as the pipeline reads it."""
+        conf = {"bootstrap.servers": self.kafka_pair.bootstrap(target), "log_level": 3}
+        return read_mirror_positions(conf, self.config(source, target).group_id, [(self.topic, 0)]).get((self.topic, 0))
+
+
+def fail_over(kafka_pair, group: str, topic: str, c: int, new_values: list[str]) -> tuple[list[str], list[str]]:
+    """The group, having processed idc1 below ``c``, resumes on idc2 from its synced offset ``t``
+    after ``new_values`` were produced on idc2. Returns (records of idc2 below ``t`` the group never
+    processed: lost, what the resumed group reads until it has seen every new value)."""
+    idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    processed = {v for _, v in read_values(idc1, topic, 0, c)}
+    t = committed(idc2, group, topic)
+    lost = [v for _, v in read_values(idc2, topic, 0, t or 0) if v not in processed]
+    produce(idc2, topic, new_values)
+    resumed = Consumer({"bootstrap.servers": idc2, "group.id": group, "auto.offset.reset": "earliest",
+                        "enable.auto.commit": False, "isolation.level": "read_committed", "log_level": 3})
+    read_again: list[str] = []
+    try:
+        resumed.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not set(new_values) <= set(read_again) and time.monotonic() < deadline:
+            msg = resumed.poll(0.5)
+            if msg is not None and not msg.error():
+                read_again.append(msg.value().decode())
+    finally:
+        resumed.close()
+    return lost, read_again
+
+
+def skip_message(result) -> str:
+    return result.skip_reason.skip_message if isinstance(result, dg.SensorResult) else result.skip_message
 
 
 def run_until_requested(stack: StaleStack, max_s: float):
@@ -341,57 +413,176 @@ def test_a_stopped_mirror_is_left_alone_with_its_reason(kafka_pair, chdb_dsn):
     idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
     topic = f"stale.stopped.{uuid.uuid4().hex[:6]}"  # outside the session mirrors' t.* pattern
     kafka_pair.create_topic(topic, partitions=1)
-    instance = f"stopped-{uuid.uuid4().hex[:6]}"
-    mirrors, stops, threads = [], [], []
-    for source, target in (("idc1", "idc2"), ("idc2", "idc1")):
-        mirror = DataMirror(MirrorConfig(kafka_pair.endpoint(source), kafka_pair.endpoint(target),
-                                         topic_pattern=rf"^{re.escape(topic)}$", metadata_refresh_s=0.5,
-                                         instance=instance))
-        stop = threading.Event()
-        thread = threading.Thread(target=mirror.run, args=(stop,), daemon=True)
-        thread.start()
-        mirrors.append(mirror)
-        stops.append(stop)
-        threads.append(thread)
-    resource = MirrorsResource(position_groups=[
-        MirrorPositionGroup(source=m.config.source.name, target=m.config.target.name,
-                            stored_on=m.config.target.name, group_id=m.config.group_id) for m in mirrors
-    ])
+    mirrors = DedicatedMirrors(kafka_pair, topic)
     group = f"behind-{uuid.uuid4().hex[:6]}"
     member = None
     try:
+        mirrors.start("idc1", "idc2")
+        mirrors.start("idc2", "idc1")
         produce(idc1, topic, ["m0", "m1"])
         mirrored(kafka_pair, topic)
-        stops[0].set()  # the idc1 -> idc2 mirror stops ...
-        threads[0].join(timeout=30)
+        mirrors.stop("idc1", "idc2")  # the idc1 -> idc2 mirror stops ...
         produce(idc1, topic, ["m2", "m3"])  # ... and these never reach idc2
         member = Member(idc1, group, topic)
         member.commit(topic, {0: log_end(idc1, topic)})
-        stack = StaleStack(kafka_pair, chdb_dsn, [group], [topic], resource)
+        stack = StaleStack(kafka_pair, chdb_dsn, [group], [topic], mirrors.resource())
         reasons = []
         started = time.monotonic()
         while time.monotonic() - started < WINDOW_S * 2.5:
             stack.cycle()
             result = stack.tick()
-            assert not (isinstance(result, dg.SensorResult) and result.run_requests), "the mirror is behind"
-            reasons.append(result.skip_reason.skip_message if isinstance(result, dg.SensorResult) else result.skip_message)
-        assert re.search(rf"'{group}' {re.escape(topic)}\[0\]: mirror_behind \(the mirror reading idc1 is at 2, "
-                         r"behind its log end 4\)", reasons[-1]), reasons[-1]
+            assert not (isinstance(result, dg.SensorResult) and result.run_requests), "the mirror is stopped"
+            reasons.append(skip_message(result))
+        assert re.search(rf"'{group}' {re.escape(topic)}\[0\]: mirror_stopped \(the idc1->idc2 mirror is at 2, 2 behind "
+                         r"idc1's log end 4, which has not moved for \d+s: the mirror is not copying", reasons[-1]), reasons[-1]
         ask = {"group_id": group, "active": "idc1", "standby": "idc2", "window_s": WINDOW_S, "partitions": [{
             "topic": topic, "partition": 0, "active_end": log_end(idc1, topic), "standby_end": log_end(idc2, topic),
             "stable_since_ms": int(time.time() * 1000) - 60_000}]}
         run = stack.fast_forward({"ops": {"offset_fast_forwards": {"config": ask}}})
         row = stack.fast_forward_rows(run.run_id)[(topic, 0)]
-        assert (row["outcome"], row["rejection"]) == ("left_alone", "mirror_behind"), row
+        assert (row["outcome"], row["rejection"]) == ("left_alone", "mirror_stopped"), row
         assert "idc1->idc2 mirror is at 2" in row["reason"]
         assert committed(idc2, group, topic) is None
     finally:
         if member is not None:
             member.close()
-        for stop in stops:
-            stop.set()
-        for thread in threads:
-            thread.join(timeout=30)
+        mirrors.close()
+
+
+# -- issue 14: the reverse (standby -> active) mirror stopped ---------------------------------------
+
+
+def test_a_stopped_reverse_mirror_blocks_the_fast_forward_until_it_has_copied_everything(kafka_pair, chdb_dsn):
+    """Group active on idc1 at its log end; idc1->idc2 running, idc2->idc1 stopped and records produced
+    on idc2 after the stop: idc1 is quiet because it is cut off. A fast-forward to idc2's log end
+    would skip them (the group never saw them): the sensor and the job say ``mirror_stopped``. Once the
+    mirror is back and has copied them (and the group processed them), the fast-forward happens and
+    a failover loses nothing."""
+    idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    topic = f"stale.reverse.{uuid.uuid4().hex[:6]}"  # outside the session mirrors' t.* pattern
+    kafka_pair.create_topic(topic, partitions=1)
+    mirrors = DedicatedMirrors(kafka_pair, topic)
+    group = f"cut off ü {uuid.uuid4().hex[:6]}"
+    member = None
+    try:
+        mirrors.start("idc1", "idc2")
+        mirrors.start("idc2", "idc1")
+        produce(idc1, topic, ["a0", "a1"])
+        mirrored(kafka_pair, topic)
+        produce(idc2, topic, ["b0"])
+        mirrored(kafka_pair, topic)
+        # A running mirror's positions group shows no member (it assigns its partitions and commits in
+        # its producer's transactions): membership is no evidence of a running mirror.
+        positions_group = mirrors.config("idc2", "idc1").group_id
+        admin = kafka_pair.admin("idc1")  # kept referenced until its answer came
+        [future] = admin.describe_consumer_groups([positions_group], request_timeout=10).values()
+        described = future.result(timeout=15)
+        assert (described.members, described.state) == ([], ConsumerGroupState.EMPTY)  # it exists: offsets, no member
+
+        mirrors.stop("idc2", "idc1")
+        produce(idc2, topic, ["b1", "b2"])  # cut off: never copied to idc1 while the mirror is stopped
+        member = Member(idc1, group, topic)
+        c = log_end(idc1, topic)
+        member.commit(topic, {0: c})  # the group processed everything idc1 has
+        stack = StaleStack(kafka_pair, chdb_dsn, [group], [topic], mirrors.resource())
+
+        position, b_end = mirrors.position("idc2", "idc1"), log_end(idc2, topic)
+        assert position is not None and b_end - position == 2
+        expected = (rf"'{re.escape(group)}' {re.escape(topic)}\[0\]: mirror_stopped \(the idc2->idc1 mirror is at "
+                    rf"{position}, 2 behind idc2's log end {b_end}, which has not moved for \d+s")
+        reasons = []
+        deadline = time.monotonic() + 120
+        while not (reasons and re.search(expected, reasons[-1])):
+            assert time.monotonic() < deadline, f"no mirror_stopped rejection; skip reasons: {reasons[-3:]}"
+            stack.cycle()
+            result = stack.tick()
+            assert not (isinstance(result, dg.SensorResult) and result.run_requests), "the reverse mirror is stopped"
+            reasons.append(skip_message(result))
+        # Meanwhile the sync cycle synced what it could prove (a header anchor: b0's copy on idc1),
+        # and a failover now would read b1 and b2.
+        t_cycle = committed(idc2, group, topic)
+        assert t_cycle is not None and t_cycle <= position < b_end
+        assert {v for _, v in read_values(idc2, topic, t_cycle, b_end)} >= {"b1", "b2"}
+
+        # The job trusts nothing it is asked (as if the sensor had seen this quiet a minute ago).
+        ask = {"group_id": group, "active": "idc1", "standby": "idc2", "window_s": WINDOW_S, "partitions": [{
+            "topic": topic, "partition": 0, "active_end": c, "standby_end": b_end,
+            "stable_since_ms": int(time.time() * 1000) - 60_000}]}
+        run = stack.fast_forward({"ops": {"offset_fast_forwards": {"config": ask}}})
+        row = stack.fast_forward_rows(run.run_id)[(topic, 0)]
+        assert (row["outcome"], row["rejection"], row["applied"]) == ("left_alone", "mirror_stopped", False), row
+        assert row["reason"].startswith(f"the idc2->idc1 mirror is at {position}, 2 behind idc2's log end {b_end}")
+        assert committed(idc2, group, topic) == t_cycle
+
+        # The mirror comes back and copies b1, b2; the group processes them, then one more record
+        # produced on idc1 (so the last records are the active side's: no header anchor reaches the end).
+        mirrors.start("idc2", "idc1")
+        mirrored(kafka_pair, topic)
+        produce(idc1, topic, ["a2"])
+        mirrored(kafka_pair, topic)
+        wait_for(lambda: mirrors.position("idc2", "idc1") >= log_end(idc2, topic) - 1, timeout=60,
+                 what="the idc2->idc1 mirror past idc2's log end (but its marker)")
+        c = log_end(idc1, topic)
+        member.commit(topic, {0: c})
+        requests, reasons = run_until_requested(stack, 120)
+        [request] = requests
+        assert request.run_config["ops"]["offset_fast_forwards"]["config"]["partitions"][0]["active_end"] == c
+        run = stack.fast_forward(request.run_config)
+        row = stack.fast_forward_rows(run.run_id)[(topic, 0)]
+        t = log_end(idc2, topic)
+        assert (row["outcome"], row["new_offset"], row["applied"]) == ("fast_forwarded", t, True), row
+        assert committed(idc2, group, topic) == t > b_end
+        [check] = run.get_asset_check_evaluations()
+        assert check.passed
+    finally:
+        if member is not None:
+            member.close()
+        mirrors.close()
+
+    lost, read_again = fail_over(kafka_pair, group, topic, c, ["after-failover"])
+    assert lost == []
+    assert read_again == ["after-failover"]  # b1, b2 were processed on idc1: nothing lost, nothing repeated
+
+
+def test_a_caught_up_stopped_reverse_mirror_is_fast_forwarded_and_fails_over_clean(kafka_pair, chdb_dsn):
+    """The case a stopped mirror does not block (stale_candidates' docstring): the idc2->idc1 mirror
+    stops after copying everything, and both logs stay quiet. idc1 is quiet because it is cut off, and
+    the position equals idc2's end only because idc2 is quiet too -- yet every record of idc2 below its
+    end is on idc1, so the fast-forward is NO-LOSS: records idc2 gets later lie at or after ``t``, and
+    the group reads them on a failover."""
+    idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    topic = f"stale.caughtup.{uuid.uuid4().hex[:6]}"
+    kafka_pair.create_topic(topic, partitions=1)
+    mirrors = DedicatedMirrors(kafka_pair, topic)
+    group = f"quiet-{uuid.uuid4().hex[:6]}"
+    member = None
+    try:
+        mirrors.start("idc1", "idc2")
+        mirrors.start("idc2", "idc1")
+        produce(idc2, topic, ["b0"])
+        mirrored(kafka_pair, topic)
+        produce(idc1, topic, ["a0", "a1"])
+        mirrored(kafka_pair, topic)
+        wait_for(lambda: mirrors.position("idc2", "idc1") >= log_end(idc2, topic) - 1, timeout=60,
+                 what="the idc2->idc1 mirror past idc2's log end (but its marker)")
+        mirrors.stop("idc2", "idc1")  # caught up, then stopped
+        member = Member(idc1, group, topic)
+        c = log_end(idc1, topic)
+        member.commit(topic, {0: c})
+        stack = StaleStack(kafka_pair, chdb_dsn, [group], [topic], mirrors.resource())
+        requests, _ = run_until_requested(stack, 120)
+        run = stack.fast_forward(requests[0].run_config)
+        row = stack.fast_forward_rows(run.run_id)[(topic, 0)]
+        t = log_end(idc2, topic)
+        assert (row["outcome"], row["new_offset"], row["applied"]) == ("fast_forwarded", t, True), row
+    finally:
+        if member is not None:
+            member.close()
+        mirrors.close()
+    # idc2 gets records the stopped mirror never copies: the group never saw them, and reads them all
+    # after failing over, nothing below t it had not processed.
+    lost, read_again = fail_over(kafka_pair, group, topic, c, ["b1", "b2"])
+    assert lost == [] and read_again == ["b1", "b2"]
 
 
 # -- the sync age: bounded with the sensor, growing without it -------------------------------------
