@@ -227,9 +227,9 @@ def mirror_exactly_once(env: Mapping[str, str] | None = None) -> bool:
     return _flag(env, "OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE")
 
 
-def _seconds(env: Mapping[str, str] | None, name: str, default: float) -> float:
-    """A positive number of seconds from ``name`` (unset or empty: ``default``); anything else fails
-    at load time with the value named."""
+def _positive(env: Mapping[str, str] | None, name: str, default: float, unit: str = "seconds") -> float:
+    """A positive number (of ``unit``) from ``name`` (unset or empty: ``default``); anything else
+    fails at load time with the value named."""
     text = _get(os.environ if env is None else env, name)
     if text is None:
         return default
@@ -238,7 +238,7 @@ def _seconds(env: Mapping[str, str] | None, name: str, default: float) -> float:
     except ValueError:
         value = -1.0
     if not value > 0:
-        raise ValueError(f"{name}={text!r}: expected a positive number of seconds")
+        raise ValueError(f"{name}={text!r}: expected a positive number of {unit}")
     return value
 
 
@@ -246,23 +246,40 @@ def kafka_timeout_s(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_KAFKA_TIMEOUT_S`` (default 10): the bound of every Kafka wait of a cycle
     (admin requests, reads, commits), per cluster. A cluster that does not answer within it is
     ``cluster_unavailable`` for this cycle; the next cycle tries again."""
-    return _seconds(env, "OFFSET_PIPELINE_KAFKA_TIMEOUT_S", 10.0)
+    return _positive(env, "OFFSET_PIPELINE_KAFKA_TIMEOUT_S", 10.0)
 
 
 def clickhouse_timeout_s(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_CLICKHOUSE_TIMEOUT_S`` (default 30): connect and query bound of every
     ClickHouse call (a server's HTTP timeouts; the embedded engine's wait for its data path)."""
-    return _seconds(env, "OFFSET_PIPELINE_CLICKHOUSE_TIMEOUT_S", 30.0)
+    return _positive(env, "OFFSET_PIPELINE_CLICKHOUSE_TIMEOUT_S", 30.0)
 
 
 def spark_timeout_s(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_SPARK_TIMEOUT_S`` (default 120): how long the translation's Spark job may
     take (a Spark Connect server must answer its first call within ``spark_connect_timeout_s``);
     past it the job is interrupted and its group-partitions get ``spark_unavailable``."""
-    return _seconds(env, "OFFSET_PIPELINE_SPARK_TIMEOUT_S", 120.0)
+    return _positive(env, "OFFSET_PIPELINE_SPARK_TIMEOUT_S", 120.0)
 
 
 def spark_connect_timeout_s(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_SPARK_CONNECT_TIMEOUT_S`` (default 10): how long a Spark Connect server
     may take to accept a connection before the cycle calls Spark unavailable."""
-    return _seconds(env, "OFFSET_PIPELINE_SPARK_CONNECT_TIMEOUT_S", 10.0)
+    return _positive(env, "OFFSET_PIPELINE_SPARK_CONNECT_TIMEOUT_S", 10.0)
+
+
+def clickhouse_spool_dir(env: Mapping[str, str] | None = None, default: bool = False) -> str | None:
+    """``OFFSET_PIPELINE_CLICKHOUSE_SPOOL_DIR``: where inserts wait while ClickHouse is unavailable
+    (``storage/deferred_writes.py``). Unset: None (the resource puts it beside the embedded
+    engine's folder), or with ``default``, ``clickhouse-spool`` under :func:`data_dir`."""
+    env = os.environ if env is None else env
+    text = _get(env, "OFFSET_PIPELINE_CLICKHOUSE_SPOOL_DIR")
+    if text is None and not default:
+        return None
+    return str(Path(text or data_dir(env) / "clickhouse-spool").resolve())
+
+
+def clickhouse_spool_max_mb(env: Mapping[str, str] | None = None) -> float:
+    """``OFFSET_PIPELINE_CLICKHOUSE_SPOOL_MAX_MB`` (default 512): past it the oldest waiting inserts
+    are dropped, and counted."""
+    return _positive(env, "OFFSET_PIPELINE_CLICKHOUSE_SPOOL_MAX_MB", 512.0, unit="megabytes")

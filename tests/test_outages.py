@@ -215,3 +215,57 @@ def test_a_spark_connect_server_that_refuses_gives_spark_unavailable_and_local_s
         assert committed(b2, group, topic) == {p: 12 for p in range(PARTITIONS)}
     finally:
         member.close()
+
+
+def test_clickhouse_down_costs_late_rows_not_commits_and_the_rows_arrive_when_it_returns(
+    kafka_pair, own_idc2, one_way_topic, chdb_dsn, tmp_path,
+):
+    topic, group = one_way_topic, f"outage-{uuid.uuid4().hex[:8]}"
+    b1, b2 = kafka_pair.bootstrap("idc1"), own_idc2.spec.bootstrap_servers
+    spool = str(tmp_path / "spool")
+    down_res = {**resources(chdb_dsn, b1, b2),
+                "clickhouse": ClickHouseResource(dsn=f"http://127.0.0.1:{free_port()}", spool_dir=spool, timeout_s=3)}
+    instance = dg.DagsterInstance.ephemeral()
+    member = Member(b1, group, topic)
+    try:
+        member.commit(topic, {p: 8 for p in range(PARTITIONS)})
+        down = cycle(down_res, group, topic, instance)
+        assert committed(b2, group, topic) == {p: 8 for p in range(PARTITIONS)}  # the sync committed anyway
+        written = checks(down)["metrics_written"]
+        assert not written.passed and written.severity == dg.AssetCheckSeverity.WARN
+        assert "ClickHouse unavailable" in written.description
+        meta = {k: v.value for k, v in down.asset_materializations_for_node("offset_sync_metrics")[0].metadata.items()}
+        assert meta["monitoring_rows_dropped"] == PARTITIONS and meta["spooled_files_pending"] >= 3
+
+        up_res = {**resources(chdb_dsn, b1, b2), "clickhouse": ClickHouseResource(dsn=chdb_dsn, spool_dir=spool)}
+        back = cycle(up_res, group, topic, instance)
+        assert checks(back)["metrics_written"].passed
+        meta = {k: v.value for k, v in back.asset_materializations_for_node("offset_sync_metrics")[0].metadata.items()}
+        assert meta["spooled_rows_replayed"] >= 3 * PARTITIONS  # snapshot, translations, commits of the outage
+        # the outage cycle's rows are in ClickHouse now, late
+        assert {p: r[0] for p, r in rows(up_res, down, "offset_commits", "decision").items()} == \
+            {p: "commit" for p in range(PARTITIONS)}
+        assert len(rows(up_res, down, "offset_snapshots", "cluster")) == PARTITIONS  # (one row per partition shown)
+    finally:
+        member.close()
+
+
+def test_the_spool_is_bounded_drops_the_oldest_counted_and_replays_in_order(chdb_dsn, tmp_path):
+    from offset_pipeline.storage.deferred_writes import DeferredWrites
+
+    client = ClickHouseResource(dsn=chdb_dsn).get_client()
+    client.command("CREATE TABLE spooled (n UInt32, s String) ENGINE = MergeTree ORDER BY n")
+    spool = DeferredWrites(tmp_path / "spool", max_bytes=2500)
+    for n in range(6):  # ~600 bytes each: only the newest fit
+        spool.put("spooled", [[n * 10 + i, uuid.uuid4().hex * 3] for i in range(5)], ["n", "s"])
+    files, size = spool.pending()
+    assert size <= 2500 and 0 < files < 6
+    assert spool.dropped() == {"rows": (6 - files) * 5, "files": 6 - files}
+    replayed = spool.replay(client)
+    assert replayed.rows == files * 5 and replayed.error is None and spool.pending() == (0, 0)
+    kept = [r[0] for r in client.query("SELECT n FROM spooled ORDER BY n").result_rows]
+    assert kept == [n * 10 + i for n in range(6 - files, 6) for i in range(5)]
+    # a failed replay stops and keeps the file for later
+    spool.put("no_such_table", [[1]], ["n"])
+    failed = spool.replay(client)
+    assert failed.error and "no_such_table" in failed.error and spool.pending()[0] == 1

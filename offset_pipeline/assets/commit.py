@@ -31,7 +31,12 @@ from offset_pipeline.commit_step import TRANSLATED_COLUMNS, CycleContext, Transl
 from offset_pipeline.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.settings import dry_run_default, kafka_timeout_s
+from offset_pipeline import cycle_carry
+from offset_pipeline.assets.translation import TRANSLATION_ROWS
 from offset_pipeline.storage import commits, snapshots, translations
+from offset_pipeline.storage.deferred_writes import open_writer
+
+COMMIT_ROWS = "commit_rows"  # cycle_carry key: this run's CommitRow list
 
 
 class CommitConfig(dg.Config):
@@ -78,16 +83,30 @@ def offset_standby_commits(
     started = time.monotonic()
     snapshot_id = context.run.run_id
     cycle = CycleContext(snapshot_id, int(time.time() * 1000), config.dry_run, config.kafka_timeout_s)
-    client = clickhouse.get_client()
-    snapshots.ensure_table(client)
-    translations.ensure_tables(client)
-    commits.ensure_table(client)
+    writer = open_writer(clickhouse, snapshots.ensure_table, translations.ensure_tables, commits.ensure_table)
+    client = writer.client if writer.outcome.error is None else None
 
     by_group: dict = defaultdict(list)
-    for values in client.query(_TRANSLATIONS_QUERY, parameters={"sid": snapshot_id}).result_rows:
+    carried = cycle_carry.get(snapshot_id, TRANSLATION_ROWS)
+    if carried is not None:
+        translated = sorted((tuple(row[c] for c in TRANSLATED_COLUMNS) for row in carried), key=lambda v: v[:3])
+    elif client is not None:
+        translated = client.query(_TRANSLATIONS_QUERY, parameters={"sid": snapshot_id}).result_rows
+    else:
+        raise RuntimeError(f"this run's translations are neither in this process nor readable: {writer.outcome.error}")
+    for values in translated:
         row = TranslatedRow(*values)
         by_group[row.group_id].append(row)
-    before = snapshots.previous_committed_offsets(client, snapshot_id, sorted(by_group))
+    # The active offsets of each group's previous snapshot find resets on the active cluster (the
+    # one case a standby offset may go back). Without ClickHouse none is found: nothing is rewound.
+    before: dict = {}
+    if client is not None:
+        try:
+            before = snapshots.previous_committed_offsets(client, snapshot_id, sorted(by_group))
+        except Exception as exc:  # noqa: BLE001 - commits go on; only rewinds wait for ClickHouse
+            context.log.warning(f"offset-sync clickhouse unavailable: reading the previous snapshot failed "
+                                f"({type(exc).__name__}); no rewind after a reset this cycle")
+            client = None
     clusters = {resource.cluster_name: resource for resource in (idc1, idc2)}
     admins = {name: resource.admin() for name, resource in clusters.items()}
     unreachable: dict = {}
@@ -122,12 +141,22 @@ def offset_standby_commits(
         f"offset-sync commits {snapshot_id}: {len(stored)} group-partitions, {len(by_group)} groups; "
         f"{len(lines)} decision lines on the step's stderr; {len(errors)} errors"
     )
-    written = commits.insert_rows(client, stored)
+    cycle_carry.put(snapshot_id, COMMIT_ROWS, stored)
+    written = commits.insert_rows(writer, stored)
 
     no_loss = evaluate_no_loss(stored)
-    freshness = evaluate_sync_freshness(
-        by_group, commits.newest_synced_cycle_times(client, by_group), time.time(), config.max_sync_age_s
-    )
+    # Groups fully synced this cycle, and (from ClickHouse, when it answers) in earlier ones.
+    synced_now = {
+        g: cycle.cycle_time_ms / 1000 for g in by_group
+        if all(r.synced for r in stored if r.group_id == g)
+    }
+    newest_synced = dict(synced_now)
+    if client is not None and writer.outcome.deferred == 0:
+        try:
+            newest_synced = {**commits.newest_synced_cycle_times(client, by_group), **synced_now}
+        except Exception:  # noqa: BLE001 - judged from this cycle alone
+            pass
+    freshness = evaluate_sync_freshness(by_group, newest_synced, time.time(), config.max_sync_age_s)
     decisions = Counter(r.decision for r in stored)
     applied = [r for r in stored if r.applied]
     return dg.MaterializeResult(
@@ -142,6 +171,7 @@ def offset_standby_commits(
             "write_errors": sum(1 for r in stored if r.error and r.decision != "failed"),
             "unreachable_clusters": ", ".join(sorted(unreachable)) or "none",
             **{f"decision_{k}": v for k, v in sorted(decisions.items())},
+            "rows_spooled": writer.outcome.deferred,
             "kafka_seconds": round(kafka_s, 3),
             "total_seconds": round(time.monotonic() - started, 3),
         },

@@ -12,12 +12,16 @@ from collections import Counter, defaultdict
 from datetime import datetime, timezone
 
 import dagster as dg
+from clickhouse_connect.driver.exceptions import Error as ClickHouseClientError
 from pydantic import Field
 
 from offset_pipeline.monitoring.convergence_plot import as_markdown_image, convergence_png
 from offset_pipeline.monitoring.metric_rules import STATUS_ORDER, CycleFacts, metric_rows, worst
 from offset_pipeline.resources import ClickHouseResource
+from offset_pipeline import cycle_carry
+from offset_pipeline.assets.translation import TRANSLATION_ROWS
 from offset_pipeline.storage import commits, metrics, snapshots, translations
+from offset_pipeline.storage.deferred_writes import open_writer
 
 
 class MetricsConfig(dg.Config):
@@ -55,7 +59,21 @@ _LOG_ENDS_QUERY = (
 )
 
 
-@dg.asset(group_name="offset_sync", deps=["offset_standby_commits"], kinds={"clickhouse"})
+METRICS_WRITTEN_CHECK = "metrics_written"
+
+
+@dg.asset(
+    group_name="offset_sync",
+    deps=["offset_standby_commits"],
+    kinds={"clickhouse"},
+    check_specs=[
+        dg.AssetCheckSpec(
+            METRICS_WRITTEN_CHECK, asset="offset_sync_metrics",
+            description="ClickHouse took this cycle's rows and every spooled insert (WARN: ClickHouse unavailable; "
+                        "the sync committed anyway, its rows wait in the spool or were dropped, counted).",
+        ),
+    ],
+)
 def offset_sync_metrics(
     context: dg.AssetExecutionContext, config: MetricsConfig, clickhouse: ClickHouseResource
 ) -> dg.MaterializeResult:
@@ -63,12 +81,20 @@ def offset_sync_metrics(
     started = time.monotonic()
     snapshot_id = context.run.run_id
     cycle_time_ms = int(time.time() * 1000)
-    client = clickhouse.get_client()
-    for module in (snapshots, commits):
-        module.ensure_table(client)
-    translations.ensure_tables(client)
-    metrics.ensure_tables(client)
+    spool = clickhouse.deferred_writes()
+    writer = open_writer(clickhouse, snapshots.ensure_table, commits.ensure_table, translations.ensure_tables,
+                         metrics.ensure_tables)
+    replay = spool.replay(writer.client) if writer.outcome.error is None else None
+    if writer.outcome.error is not None or replay.error is not None:
+        return _without_clickhouse(context, spool, writer.outcome.error or replay.error, replay, started)
+    try:
+        return _with_clickhouse(context, config, writer, replay, snapshot_id, cycle_time_ms, started)
+    except (ClickHouseClientError, OSError) as exc:  # ClickHouse failed mid-step: the cycle's commits stand
+        return _without_clickhouse(context, spool, f"{type(exc).__name__}: {str(exc)[:300]}", replay, started)
 
+
+def _with_clickhouse(context, config, writer, replay, snapshot_id: str, cycle_time_ms: int, started: float):
+    client = writer.client
     log_end = {
         (cluster, topic, int(partition)): end
         for cluster, topic, partition, end in client.query(_LOG_ENDS_QUERY, parameters={"sid": snapshot_id}).result_rows
@@ -101,7 +127,7 @@ def offset_sync_metrics(
         ))
     previous_d, last_synced = metrics.previous_state(client, sorted({f.group_id for f in facts}), cycle_time_ms)
     rows = metric_rows(cycle_time_ms, facts, previous_d, last_synced, lagging_after_s=config.lagging_after_s)
-    written = metrics.insert_rows(client, rows)
+    written = metrics.insert_rows(writer, rows)
 
     by_group_topic: dict[tuple[str, str], list] = defaultdict(list)
     for row in rows:
@@ -131,8 +157,45 @@ def offset_sync_metrics(
             **{f"groups_{s}": group_status[s] for s in STATUS_ORDER},
             "status_table": dg.MetadataValue.md(_markdown(table)),
             "convergence": dg.MetadataValue.md(graph),
+            "spooled_rows_replayed": replay.rows,
+            "spooled_rows_dropped_total": replay.dropped_rows_total,
             "total_seconds": round(time.monotonic() - started, 3),
-        }
+        },
+        check_results=[dg.AssetCheckResult(
+            check_name=METRICS_WRITTEN_CHECK, passed=True, severity=dg.AssetCheckSeverity.WARN,
+            description=f"{written} monitoring rows written" + (
+                f"; {replay.rows} spooled rows of earlier cycles written late" if replay.rows else ""),
+            metadata={"spooled_rows_replayed": replay.rows, "spooled_files_pending": replay.pending_files},
+        )],
+    )
+
+
+def _without_clickhouse(context, spool, error: str, replay, started: float) -> dg.MaterializeResult:
+    """ClickHouse did not answer: this cycle's monitoring rows are dropped (they need the history
+    ClickHouse holds), counted, and said; the cycle's own rows wait in the spool."""
+    facts = cycle_carry.get(context.run.run_id, TRANSLATION_ROWS) or []
+    pending_files, pending_bytes = spool.pending()
+    dropped = spool.dropped()
+    context.log.warning(
+        f"offset-sync clickhouse unavailable: {error}; {len(facts)} monitoring rows of this cycle dropped, "
+        f"{pending_files} inserts ({pending_bytes} bytes) wait in {spool.folder}"
+    )
+    counts = {
+        "monitoring_rows_dropped": len(facts),
+        "spooled_files_pending": pending_files,
+        "spooled_bytes_pending": pending_bytes,
+        "spooled_rows_dropped_total": dropped["rows"],
+        "spooled_rows_replayed": replay.rows if replay else 0,
+    }
+    return dg.MaterializeResult(
+        metadata={"group_partitions": 0, "clickhouse_error": error, **counts,
+                  "total_seconds": round(time.monotonic() - started, 3)},
+        check_results=[dg.AssetCheckResult(
+            check_name=METRICS_WRITTEN_CHECK, passed=False, severity=dg.AssetCheckSeverity.WARN,
+            description=f"ClickHouse unavailable ({error[:200]}): {len(facts)} monitoring rows dropped, "
+                        f"{pending_files} inserts spooled for later",
+            metadata=counts,
+        )],
     )
 
 

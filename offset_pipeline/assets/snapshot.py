@@ -30,9 +30,12 @@ from offset_pipeline.kafka_reads.group_offsets import (
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.settings import kafka_timeout_s
 from offset_pipeline.snapshot_rows import build_snapshot_rows, involved_partitions
+from offset_pipeline import cycle_carry
 from offset_pipeline.storage import snapshots
+from offset_pipeline.storage.deferred_writes import open_writer
 
 CLUSTERS_READABLE_CHECK = "clusters_readable"
+SNAPSHOT_ROWS = "snapshot_rows"  # cycle_carry key: this run's SnapshotRow list
 
 
 class SnapshotConfig(dg.Config):
@@ -101,9 +104,12 @@ def offset_snapshot(
         context.run.run_id, snapshot_time_ms, groups, ranges, timestamp_types,
         unavailable=unavailable, range_errors=range_errors,
     )
-    client = clickhouse.get_client()
-    snapshots.ensure_table(client)
-    written = snapshots.insert_rows(client, rows)
+    cycle_carry.put(context.run.run_id, SNAPSHOT_ROWS, rows)  # the next steps read them from here
+    writer = open_writer(clickhouse, snapshots.ensure_table)
+    written = snapshots.insert_rows(writer, rows)
+    if writer.outcome.deferred:
+        context.log.warning(f"offset-sync clickhouse unavailable: {writer.outcome.deferred} snapshot rows spooled "
+                            f"({writer.outcome.error}); the cycle goes on")
     unreadable_groups = sorted({(r.cluster, r.group_id) for r in rows if r.read_error and r.cluster not in unavailable})
     unreadable_partitions = sum(1 for r in rows if r.read_error)
     for name, reason in sorted(unavailable.items()):
@@ -117,6 +123,7 @@ def offset_snapshot(
         metadata={
             "snapshot_id": context.run.run_id,
             "rows": written,
+            "rows_spooled": writer.outcome.deferred,
             "group_partitions": len({(r.group_id, r.topic, r.partition) for r in rows}),
             **{f"groups_{name}": len(states) for name, states in groups.items()},
             "unavailable_clusters": ", ".join(sorted(unavailable)) or "none",

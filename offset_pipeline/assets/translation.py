@@ -34,13 +34,17 @@ from offset_pipeline.spark_translation import (
 )
 from offset_pipeline.settings import kafka_timeout_s, mirror_writes_headers, topic_shapes
 from offset_pipeline.shape_step import ShapeSettings, ShapeStep, sample_and_detect
+from offset_pipeline import cycle_carry
+from offset_pipeline.assets.snapshot import SNAPSHOT_ROWS
 from offset_pipeline.storage import fast_forwards, snapshots, translations
+from offset_pipeline.storage.deferred_writes import open_writer
 from offset_pipeline.storage.history import direction_history
-from offset_pipeline.sync_work import SNAPSHOT_COLUMNS, build_work
+from offset_pipeline.sync_work import SNAPSHOT_COLUMNS, DirectionHistory, build_work
 from offset_pipeline.translation import TranslationStatus
 from offset_pipeline.translation.translate import quote_log_text
 
 ENGINE_AVAILABLE_CHECK = "translation_engine_available"
+TRANSLATION_ROWS = "translation_rows"  # cycle_carry key: this run's result rows (RESULT_COLUMNS dicts)
 
 
 class TranslationConfig(dg.Config):
@@ -93,19 +97,38 @@ def offset_translations(
     started = time.monotonic()
     snapshot_id = context.run.run_id
     cycle_time_ms = int(time.time() * 1000)
-    client = clickhouse.get_client()
-    snapshots.ensure_table(client)
-    translations.ensure_tables(client)
-    snapshot_rows = client.query(_SNAPSHOT_QUERY, parameters={"sid": snapshot_id}).result_rows
-    anchors = translations.latest_anchors(client)
-    fast_forwards.ensure_table(client)
-    points = fast_forwards.latest_points(client)  # kept fast-forwards (stale partitions, issue 5)
+    writer = open_writer(clickhouse, snapshots.ensure_table, translations.ensure_tables, fast_forwards.ensure_table)
+    client = writer.client if writer.outcome.error is None else None
+    carried = cycle_carry.get(snapshot_id, SNAPSHOT_ROWS)
+    if carried is not None:
+        snapshot_rows = [tuple(getattr(row, c) for c in SNAPSHOT_COLUMNS) for row in carried]
+    elif client is not None:
+        snapshot_rows = client.query(_SNAPSHOT_QUERY, parameters={"sid": snapshot_id}).result_rows
+    else:
+        raise RuntimeError(f"this run's snapshot is neither in this process nor readable: {writer.outcome.error}")
     clusters = (idc1.cluster_name, idc2.cluster_name)
-    history = direction_history(client, snapshot_id)
+    # What earlier cycles left (kept anchors and fast-forward points, directions). Without ClickHouse
+    # the cycle goes on without them: fewer translations (no kept anchor; a group without members or
+    # movement has no direction), never an unsafe one.
+    history_error = None
+    anchors, points, history = {}, {}, DirectionHistory()
+    if client is not None:
+        try:
+            anchors = translations.latest_anchors(client)
+            points = fast_forwards.latest_points(client)  # kept fast-forwards (stale partitions)
+            history = direction_history(client, snapshot_id)
+        except Exception as exc:  # noqa: BLE001 - the history is an aid, not a requirement
+            history_error = f"reading earlier cycles failed: {type(exc).__name__}: {str(exc)[:300]}"
+            anchors, points, history, client = {}, {}, DirectionHistory(), None
+    else:
+        history_error = writer.outcome.error
+    if history_error:
+        context.log.warning(f"offset-sync clickhouse unavailable: {history_error}; translating without kept "
+                            "anchors, fast-forward points and earlier directions")
     confs = {r.cluster_name: r.client_config() for r in (idc1, idc2)}
     shape_step = ShapeStep()
     # Detection reads origin headers: without them every record looks produced where it lies.
-    if config.detect_shapes and config.mirror_writes_headers:
+    if config.detect_shapes and config.mirror_writes_headers and client is not None:
         shape_step = sample_and_detect(
             client, snapshot_id, cycle_time_ms, snapshot_rows, config.topic_shapes, clusters, confs,
             ShapeSettings(config.shape_topics_per_cycle, config.shape_records_per_sample,
@@ -154,7 +177,8 @@ def offset_translations(
         f"{logged} decision lines on the step's stderr; statuses "
         + ", ".join(f"{k}={v}" for k, v in sorted(statuses.items()))
     )
-    written = translations.insert_translations(client, rows)
+    cycle_carry.put(snapshot_id, TRANSLATION_ROWS, rows)  # the commit step reads them from here
+    written = translations.insert_translations(writer, rows)
     kept = [
         {
             "group_id": r["group_id"], "topic": r["topic"], "partition": r["partition"], "active": r["active"],
@@ -166,7 +190,7 @@ def offset_translations(
         # store a change only: a new anchor, or the drop of one that was kept
         and (r["keep_active_offset"], r["keep_standby_offset"]) != _kept(anchors, r)
     ]
-    anchors_written = translations.insert_anchors(client, kept)
+    anchors_written = translations.insert_anchors(writer, kept)
 
     strategies = Counter(r["strategy"] for r in rows)
     return dg.MaterializeResult(
@@ -183,6 +207,8 @@ def offset_translations(
             "shape_sample_errors": len(shape_step.errors),
             "spark_seconds": round(spark_s, 3),
             "spark_error": spark_error or "none",
+            "rows_spooled": writer.outcome.deferred,
+            "history_unavailable": history_error or "none",
             "total_seconds": round(time.monotonic() - started, 3),
         },
         check_results=[

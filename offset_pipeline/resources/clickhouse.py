@@ -17,9 +17,11 @@ The embedded engine has two process-level limits (checked against chdb 4.4 / cli
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Optional
 
 import clickhouse_connect
@@ -27,7 +29,13 @@ import dagster as dg
 from clickhouse_connect.driver.client import Client
 from pydantic import Field
 
-from offset_pipeline.settings import default_clickhouse_dsn
+from offset_pipeline.settings import (
+    clickhouse_spool_dir,
+    clickhouse_spool_max_mb,
+    clickhouse_timeout_s,
+    default_clickhouse_dsn,
+)
+from offset_pipeline.storage.deferred_writes import DeferredWrites
 
 _lock = threading.Lock()
 _embedded_clients: dict[tuple[str, Optional[str]], Client] = {}
@@ -80,6 +88,19 @@ class ClickHouseResource(dg.ConfigurableResource):
     username: Optional[str] = None  # server only; chdb has no users
     password: Optional[str] = None  # a secret: pass dg.EnvVar(...), never a literal
     database: Optional[str] = None
+    timeout_s: float = Field(
+        default_factory=clickhouse_timeout_s, gt=0,
+        description="connect and query bound of a ClickHouse server (OFFSET_PIPELINE_CLICKHOUSE_TIMEOUT_S)",
+    )
+    spool_dir: Optional[str] = Field(
+        default_factory=clickhouse_spool_dir,
+        description="where inserts wait while ClickHouse is unavailable (OFFSET_PIPELINE_CLICKHOUSE_SPOOL_DIR; "
+                    "default: beside the embedded engine's folder, or clickhouse-spool in the data folder)",
+    )
+    spool_max_mb: float = Field(
+        default_factory=clickhouse_spool_max_mb, gt=0,
+        description="bound of the spool; past it the oldest inserts are dropped and counted",
+    )
 
     @property
     def embedded(self) -> bool:
@@ -92,7 +113,27 @@ class ClickHouseResource(dg.ConfigurableResource):
             raise ValueError(f"ClickHouse dsn must start with chdb://, http:// or https://, got {self.dsn!r}")
         # Credentials given as fields override any in the URL; unset ones leave the URL's in place.
         extra = {k: v for k, v in (("username", self.username), ("password", self.password)) if v}
-        return clickhouse_connect.get_client(dsn=self.dsn, database=self.database, **extra)
+        return clickhouse_connect.get_client(
+            dsn=self.dsn, database=self.database, connect_timeout=self.timeout_s,
+            send_receive_timeout=self.timeout_s, **extra,
+        )
+
+    def try_client(self) -> tuple[Optional[Client], Optional[str]]:
+        """``(client, None)``, or ``(None, why)`` when ClickHouse cannot be reached: the sync goes on
+        without it (``deferred_writes``)."""
+        try:
+            return self.get_client(), None
+        except Exception as exc:  # noqa: BLE001 - any failure means "not now"
+            return None, f"opening ClickHouse ({self.dsn.split('@')[-1]}) failed: {type(exc).__name__}: {str(exc)[:300]}"
+
+    def deferred_writes(self) -> DeferredWrites:
+        """The spool where inserts wait while ClickHouse is unavailable."""
+        folder = self.spool_dir
+        if not folder:
+            # The embedded engine's spool sits beside its data (a test's tmp folder, the stack's data).
+            folder = self.dsn.removeprefix("chdb://").rstrip("/") + "-spool" if self.embedded else clickhouse_spool_dir(
+                {"OFFSET_PIPELINE_CLICKHOUSE_SPOOL_DIR": "", **os.environ}, default=True)
+        return DeferredWrites(Path(folder), max_bytes=int(self.spool_max_mb * 1024 * 1024))
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         if self.embedded:

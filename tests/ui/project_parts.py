@@ -44,6 +44,7 @@ PROJECT = ProjectParts(
     checks_by_asset={
         "offset_snapshot": frozenset({"clusters_readable"}),
         "offset_translations": frozenset({"translation_engine_available"}),
+        "offset_sync_metrics": frozenset({"metrics_written"}),
         "offset_standby_commits": frozenset({"no_loss", "sync_freshness"}),
         "offset_fast_forwards": frozenset({"no_loss"}),
         "offset_failover_audit": frozenset({"no_loss_in_window"}),
