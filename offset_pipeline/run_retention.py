@@ -121,7 +121,8 @@ def delete_run_completely(instance: dg.DagsterInstance, run_id: str) -> None:
     """The run, its event log, its compute logs and (SQLite) its event shard file."""
     instance.delete_run(run_id)
     instance.compute_log_manager.delete_logs(prefix=[run_id])
-    shard_path = getattr(instance.event_log_storage, "path_for_shard", None)
+    storage = instance.event_log_storage
+    shard_path = getattr(storage, "path_for_shard", None)  # SQLite event storage only
     if shard_path is not None:
         base = shard_path(run_id)
         for path in (base, f"{base}-wal", f"{base}-shm", f"{base}-journal"):
@@ -129,6 +130,11 @@ def delete_run_completely(instance: dg.DagsterInstance, run_id: str) -> None:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
+        # The storage remembers which shards it created tables in; forget this one, so a later read
+        # of the deleted run's events in this process finds an empty log instead of a missing table.
+        initialized = getattr(storage, "_initialized_dbs", None)
+        if isinstance(initialized, set):
+            initialized.discard(run_id)
 
 
 @dataclass
