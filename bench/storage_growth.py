@@ -88,6 +88,7 @@ def vacuum(path: Path) -> None:
     if path.exists():
         with sqlite3.connect(path) as db:
             db.execute("VACUUM")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # in WAL mode VACUUM's result lands in the -wal file
 
 
 def kb(n: float) -> str:
