@@ -1,10 +1,11 @@
-"""``python -m offset_pipeline.devstack {fetch,up,down,status,clean,shapes,spark-url}`` — the local stack's commands."""
+"""``python -m offset_pipeline.devstack {fetch,up,watch,down,status,clean,shapes,spark-url}`` — the local stack's commands."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from offset_pipeline.devstack.cli import stop_on_signals
 from offset_pipeline.devstack.errors import DevStackError
 from offset_pipeline.devstack.jars import fetch_jars
 from offset_pipeline.devstack.paths import jars_dir
@@ -15,10 +16,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m offset_pipeline.devstack", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("fetch", help="fetch the pinned Kafka jars from Maven Central (cached)")
-    up = sub.add_parser("up", help="start both clusters, the mirror both ways, traffic and consumers")
-    up.add_argument("--no-traffic", action="store_true", help="start without the traffic generator")
-    up.add_argument("--no-consumers", action="store_true", help="start without the consumer groups")
-    up.add_argument("--no-spark-connect", action="store_true", help="start without the Spark Connect server")
+    up = sub.add_parser(
+        "up", help="start both clusters, the mirror both ways, traffic and consumers (again: restarts the dead parts)"
+    )
+    watch = sub.add_parser(
+        "watch", help="up, then restart any part that dies, checking every --every seconds (Ctrl-C/SIGTERM stops watching)"
+    )
+    watch.add_argument("--every", type=float, default=10.0, help="seconds between checks (default 10)")
+    for command in (up, watch):
+        command.add_argument("--no-traffic", action="store_true", help="start without the traffic generator")
+        command.add_argument("--no-consumers", action="store_true", help="start without the consumer groups")
+        command.add_argument("--no-spark-connect", action="store_true", help="start without the Spark Connect server")
     sub.add_parser("down", help="stop everything the stack started")
     sub.add_parser("status", help="show what runs")
     sub.add_parser("clean", help="stop everything and delete cluster data and logs (keeps the jar cache)")
@@ -27,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     settings = StackSettings.from_env()
-    if args.command == "up":
+    if args.command in ("up", "watch"):
         settings = StackSettings(
             settings.base_dir, settings.seed, settings.rate_scale,
             traffic=not args.no_traffic, consumers=not args.no_consumers, spark_connect=not args.no_spark_connect,
@@ -38,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
             print(fetch_jars(jars_dir()))
         elif args.command == "up":
             stack.up()
+        elif args.command == "watch":
+            stack.watch(stop_on_signals(), args.every, echo=lambda line: print(line, flush=True))
         elif args.command == "down":
             stack.down()
         elif args.command == "status":

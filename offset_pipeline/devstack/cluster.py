@@ -25,6 +25,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from offset_pipeline.devstack.errors import BrokerStartError, DevStackError
+from offset_pipeline.devstack.liveness import pid_alive, pid_runs
 
 LOG_TAIL_LINES = 40
 
@@ -89,9 +90,10 @@ class ClusterStatus:
     running: bool
     ready: bool
     data_dir: Path
+    dead: bool = False  # a pid file names a broker that is gone: it crashed or was killed
 
     def line(self) -> str:
-        state = "ready" if self.ready else ("starting/unresponsive" if self.running else "stopped")
+        state = "ready" if self.ready else ("starting/unresponsive" if self.running else "dead" if self.dead else "stopped")
         pid = f"pid {self.pid}" if self.pid else "no pid"
         return f"{self.name:5} {state:22} {self.bootstrap_servers:18} {pid:10} {self.data_dir}"
 
@@ -140,21 +142,6 @@ def port_in_use(port: int) -> bool:
     return False
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child still answers kill(0); check its state where /proc tells.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 def find_java() -> str:
     java_home = os.environ.get("JAVA_HOME")
     if java_home and (Path(java_home) / "bin" / "java").exists():
@@ -200,6 +187,10 @@ class KafkaCluster:
             return int(self.pid_path.read_text().strip())
         except (FileNotFoundError, ValueError):
             return None
+
+    def _runs(self, pid: int) -> bool:
+        """``pid`` is this cluster's broker (not a zombie, not another program with a reused pid)."""
+        return pid_runs(pid, "kafka.Kafka", str(self._properties_path))
 
     # -- lifecycle --------------------------------------------------------------------------
     def _java_command(self, java: str, main_class: str, *args: str) -> list[str]:
@@ -286,6 +277,7 @@ class KafkaCluster:
             proc = getattr(self, "_proc", None)
             if proc is not None:
                 proc.poll()  # reap our own child so a dead broker is seen as dead
+            # pid_alive, not _runs: right after the start the command line may not be java's yet.
             if pid is None or not pid_alive(pid):
                 raise BrokerStartError(
                     f"{self.spec.name}: the broker process exited during start-up. "
@@ -304,7 +296,7 @@ class KafkaCluster:
     def stop(self, timeout: float = 30.0) -> bool:
         """Stop the broker (SIGTERM, then SIGKILL after ``timeout``). Returns whether one ran."""
         pid = self.pid()
-        if pid is None or not pid_alive(pid):
+        if pid is None or not self._runs(pid):
             self.pid_path.unlink(missing_ok=True)
             return False
         os.kill(pid, signal.SIGTERM)
@@ -322,9 +314,26 @@ class KafkaCluster:
         self.pid_path.unlink(missing_ok=True)
         return True
 
+    def kill(self, timeout: float = 30.0) -> bool:
+        """``kill -9`` the broker, as a crash would: no clean shutdown, the pid file stays (so
+        ``status`` says dead) and ``start`` recovers the same data dir. Returns whether one ran."""
+        pid = self.pid()
+        if pid is None or not self._runs(pid):
+            return False
+        os.kill(pid, signal.SIGKILL)
+        proc = getattr(self, "_proc", None)
+        if proc is not None and proc.pid == pid:
+            proc.wait(timeout=timeout)  # our child: reap it
+        deadline = time.monotonic() + timeout
+        while pid_alive(pid):
+            if time.monotonic() > deadline:
+                raise DevStackError(f"{self.spec.name}: broker pid {pid} survived SIGKILL for {timeout:.0f}s")
+            time.sleep(0.05)
+        return True
+
     def status(self) -> ClusterStatus:
         pid = self.pid()
-        running = pid is not None and pid_alive(pid)
+        running = pid is not None and self._runs(pid)
         ready = running and self._metadata_ok(request_timeout=1.0)
         return ClusterStatus(
             name=self.spec.name,
@@ -333,6 +342,7 @@ class KafkaCluster:
             running=running,
             ready=ready,
             data_dir=self.spec.data_dir,
+            dead=pid is not None and not running,
         )
 
     def clean(self) -> None:

@@ -16,6 +16,13 @@ Guarantees, each tested against real brokers:
   so a crash at any point either keeps a batch and its position or drops both; a restart resumes
   from the committed position, neither losing nor repeating nor reordering records.
 
+* **Survives its clusters.** A broker of either cluster killed and restarted (or down for
+  minutes) costs the mirror time, never records: a failed transaction is aborted, a producer in a
+  fatal state (``INVALID_TXN_STATE`` or fenced after the target came back) is abandoned for a new
+  one, and in both cases the mirror rewinds to the position committed on the target, which says
+  whether the failed transaction counted. Every client call has a bounded timeout; a cluster that
+  does not answer is retried with backoff, logged at most every :data:`WAIT_LOG_EVERY_S`.
+
 Any ``IDC``/``Offset`` headers a producer wrote itself (for example a third cluster's name) are
 replaced on the copy: the copy's origin headers always describe the record's real origin.
 """
@@ -23,10 +30,12 @@ replaced on the copy: the copy's origin headers always describe the record's rea
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import logging
 import re
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from confluent_kafka import (
@@ -45,6 +54,8 @@ from offset_pipeline.devstack.cli import cluster_address, start_process_logging,
 ORIGIN_CLUSTER_HEADER = "IDC"
 ORIGIN_OFFSET_HEADER = "Offset"
 DEFAULT_TOPIC_PATTERN = r"^(?!__)(?!_)(?!offset-pipeline\.).*"
+
+WAIT_LOG_EVERY_S = 30.0
 
 log = logging.getLogger("offset_pipeline.mirror")
 
@@ -67,6 +78,10 @@ class MirrorConfig:
     # own transactional id and positions, so one never fences the other.
     instance: str = ""
     extra_client_config: dict[str, str] = field(default_factory=dict)
+    # The bound of each blocking client call (metadata, committed positions, init, commit, abort).
+    call_timeout_s: float = 30.0
+    # The longest pause between attempts while a cluster does not answer.
+    max_backoff_s: float = 10.0
 
     @property
     def group_id(self) -> str:
@@ -88,11 +103,44 @@ class MirrorStats:
     topics: int = 0
     partitions: int = 0
     mismatched_topics: list[str] = field(default_factory=list)
+    # Recoveries: a failed transaction handled and the mirror back at its committed position.
+    recoveries: int = 0
+    new_producers: int = 0  # producers replaced after a fatal error (the first one not counted)
+    recovery_seconds: deque = field(default_factory=lambda: deque(maxlen=100))  # the latest ones
+
+    def summary(self) -> str:
+        slowest = max(self.recovery_seconds, default=0.0)
+        return (
+            f"copied={self.copied} skipped_loop={self.skipped_loop} transactions={self.transactions} "
+            f"aborted={self.aborted_transactions} recoveries={self.recoveries} new_producers={self.new_producers} "
+            f"slowest_recent_recovery={slowest:.1f}s topics={self.topics} partitions={self.partitions} "
+            f"mismatched={self.mismatched_topics}"
+        )
+
+
+class MirrorStopped(Exception):
+    """The stop event was set while the mirror waited for a cluster: nothing is half done."""
+
+
+class StuckClientCall(KafkaException):
+    """A client call outlived its own timeout by :data:`STUCK_MARGIN_S`: its client is abandoned."""
+
+
+class TooManyStuckCalls(RuntimeError):
+    """More than :data:`MAX_STUCK_CALLS` abandoned calls still block their threads: the mirror
+    stops (its process exits, and ``bin/stack up``/``watch`` starts a clean one)."""
+
+
+STUCK_MARGIN_S = 15.0
+MAX_STUCK_CALLS = 5
 
 
 def is_fatal(exc: KafkaException) -> bool:
-    """A fatal client error (fenced by a newer instance, broken producer): the mirror must stop.
-    Anything else leaves the transaction abortable and the batch safe to retry."""
+    """A fatal client error (fenced by a newer instance, broken producer, a call that never
+    returned): the client is unusable and must be replaced. Anything else leaves the transaction
+    abortable and the batch safe to retry."""
+    if isinstance(exc, StuckClientCall):
+        return True
     error = exc.args[0] if exc.args else None
     return not isinstance(error, KafkaError) or error.fatal()
 
@@ -117,15 +165,26 @@ def is_copy_from(headers, cluster_name: str) -> bool:
 
 
 class DataMirror:
-    """Copies records one way. ``run()`` loops until ``stop`` is set; ``step()`` does one batch."""
+    """Copies records one way. ``run()`` loops until ``stop`` is set; ``step()`` does one batch.
 
-    def __init__(self, config: MirrorConfig):
+    Invariant: the consumer's position on each source partition is the committed position on the
+    target plus the records of the one transaction in progress. Whenever a transaction fails, the
+    position is read back from the target (after the transaction is resolved: aborted, or fenced
+    by a new producer) and the consumer rewinds to it, so a batch is copied again exactly when its
+    transaction did not count.
+
+    ``stop`` ends waits for a cluster that does not answer (:class:`MirrorStopped`); the
+    constructor already waits, so a mirror can start while its target is down.
+    """
+
+    def __init__(self, config: MirrorConfig, stop: threading.Event | None = None):
         self.config = config
         self.stats = MirrorStats()
+        self._stop = stop or threading.Event()
         self._pattern = re.compile(config.topic_pattern)
-        common = {"log_level": 3, **config.extra_client_config}
-        self._source_admin = AdminClient({"bootstrap.servers": config.source.bootstrap_servers, **common})
-        self._target_admin = AdminClient({"bootstrap.servers": config.target.bootstrap_servers, **common})
+        self._common = {"log_level": 3, **config.extra_client_config}
+        self._source_admin = AdminClient({"bootstrap.servers": config.source.bootstrap_servers, **self._common})
+        self._target_admin = AdminClient({"bootstrap.servers": config.target.bootstrap_servers, **self._common})
         # Partitions are assigned by the mirror itself (no group membership on the source), so
         # the group metadata sent with each transaction carries no generation to validate.
         self._consumer = Consumer(
@@ -136,7 +195,7 @@ class DataMirror:
                 "enable.auto.offset.store": False,
                 "isolation.level": "read_committed",
                 "auto.offset.reset": "earliest",
-                **common,
+                **self._common,
             }
         )
         # Reads the mirror's own committed positions, which live on the target cluster. It only
@@ -147,28 +206,97 @@ class DataMirror:
                 "group.id": config.group_id,
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",
-                **common,
+                **self._common,
             }
         )
-        self._producer = Producer(
+        self._assigned: set[tuple[str, int]] = set()
+        self._skip_topics: set[str] = set()
+        self._next_refresh = 0.0
+        self._next_wait_log = 0.0
+        self._consumer_errors_logged: dict[str, float] = {}
+        self._stuck_calls: list[threading.Thread] = []
+        self._producer: Producer | None = None
+        try:
+            self._producer = self._ready_producer()  # fences any earlier instance of this mirror
+        except BaseException:
+            self.close()
+            raise
+
+    # -- the producer -----------------------------------------------------------------------
+    def _new_producer(self) -> Producer:
+        return Producer(
             {
-                "bootstrap.servers": config.target.bootstrap_servers,
-                "transactional.id": config.transactional_id,
+                "bootstrap.servers": self.config.target.bootstrap_servers,
+                "transactional.id": self.config.transactional_id,
                 "enable.idempotence": True,
                 "acks": "all",
                 "linger.ms": 5,
                 "transaction.timeout.ms": 60000,
-                **common,
+                **self._common,
             }
         )
-        self._producer.init_transactions(60)  # fences any earlier instance of this mirror
-        self._assigned: set[tuple[str, int]] = set()
-        self._skip_topics: set[str] = set()
-        self._next_refresh = 0.0
+
+    def _ready_producer(self) -> Producer:
+        """A new transactional producer whose ``init_transactions`` succeeded: that fences every
+        earlier producer of this mirror and resolves its open transaction (committed if it was
+        being committed, aborted otherwise). Waits, with backoff, while the target does not answer."""
+        producer, since, attempt = None, time.monotonic(), 0
+        while True:
+            if self._stop.is_set():
+                if producer is not None:
+                    self._abandon(producer)
+                raise MirrorStopped()
+            if producer is None:
+                producer = self._new_producer()
+            try:
+                producer.init_transactions(self.config.call_timeout_s)
+                return producer
+            except KafkaException as exc:
+                if is_fatal(exc) or not exc.args[0].retriable():
+                    self._abandon(producer)  # a timed-out init may be retried; anything else may not
+                    producer = None
+                self._pause(f"starting a transactional producer on {self.config.target.name}", exc, since, attempt)
+                attempt += 1
+
+    def _abandon(self, producer: Producer) -> None:
+        """Let go of a producer in any state, in bounded time, never raising: its queued records
+        belong to a transaction that is (or will be) aborted."""
+        try:
+            producer.purge(in_queue=True, in_flight=True, blocking=False)
+            producer.flush(5)
+        except Exception as exc:  # a producer in a fatal state may raise here; it is discarded anyway
+            log.info("mirror %s: discarding a producer: %s", self.config.group_id, exc)
+
+    # -- waiting ----------------------------------------------------------------------------
+    def _pause(self, what: str, exc: BaseException, since: float, attempt: int) -> None:
+        """Back off after a failed attempt, logging at most every WAIT_LOG_EVERY_S."""
+        delay = min(self.config.max_backoff_s, 0.5 * 2**attempt)
+        now = time.monotonic()
+        if now >= self._next_wait_log:
+            log.warning(
+                "mirror %s: %s failed for %.0fs: %s; retrying (every %.1fs at most)",
+                self.config.group_id, what, now - since, exc, delay,
+            )
+            self._next_wait_log = now + WAIT_LOG_EVERY_S
+        self._stop.wait(delay)
+
+    def _retry(self, what: str, call) -> None:
+        """``call()`` until it succeeds, pausing after each failure that waiting can cure."""
+        since, attempt = time.monotonic(), 0
+        while True:
+            if self._stop.is_set():
+                raise MirrorStopped()
+            try:
+                return call()
+            except (KafkaException, concurrent.futures.TimeoutError) as exc:
+                if isinstance(exc, KafkaException) and is_fatal(exc):
+                    raise
+                self._pause(what, exc, since, attempt)
+                attempt += 1
 
     # -- assignment -------------------------------------------------------------------------
     def _source_topics(self) -> dict[str, int]:
-        metadata = self._source_admin.list_topics(timeout=10)
+        metadata = self._source_admin.list_topics(timeout=self.config.call_timeout_s)
         return {
             name: len(topic.partitions)
             for name, topic in metadata.topics.items()
@@ -177,12 +305,15 @@ class DataMirror:
 
     def _ensure_target_topics(self, wanted: dict[str, int]) -> dict[str, int]:
         """Create missing target topics with the source's partition count; drop mismatches."""
-        target = {n: len(t.partitions) for n, t in self._target_admin.list_topics(timeout=10).topics.items()}
+        listed = self._target_admin.list_topics(timeout=self.config.call_timeout_s).topics
+        target = {n: len(t.partitions) for n, t in listed.items()}
         missing = [NewTopic(name, num_partitions=count) for name, count in wanted.items() if name not in target]
         if missing:
-            for name, future in self._target_admin.create_topics(missing).items():
+            timeout = self.config.call_timeout_s
+            created = self._target_admin.create_topics(missing, request_timeout=timeout, operation_timeout=timeout)
+            for name, future in created.items():
                 try:
-                    future.result()
+                    future.result(timeout=timeout + 5)
                     log.info("mirror %s created topic %s on %s", self.config.group_id, name, self.config.target.name)
                 except KafkaException as exc:
                     if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
@@ -205,11 +336,18 @@ class DataMirror:
         return usable
 
     def _committed_positions(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The committed position of each partition that has one. Raises when any partition's
+        position could not be read: guessing "none" would copy the partition again from its start."""
         # A consumer's committed() rather than AdminClient.list_consumer_group_offsets: the admin
         # call can crash the process when a fresh broker answers NOT_COORDINATOR
         # (librdkafka#5040), while committed() retries. read_committed makes it wait for pending
         # transactional offsets (require-stable), so a restart sees the last committed batch.
-        result = self._position_reader.committed([TopicPartition(t, p) for t, p in partitions], timeout=60)
+        result = self._position_reader.committed(
+            [TopicPartition(t, p) for t, p in partitions], timeout=self.config.call_timeout_s
+        )
+        failed = [tp for tp in result if tp.error is not None]
+        if failed:
+            raise KafkaException(failed[0].error)
         return {(tp.topic, tp.partition): tp.offset for tp in result if tp.offset >= 0}
 
     def refresh_assignment(self) -> None:
@@ -230,10 +368,21 @@ class DataMirror:
         self.stats.topics = len(topics)
         self.stats.partitions = len(self._assigned)
 
+    def _rewind_to_committed(self) -> int:
+        """Forget every partition's position: the next step assigns them again from their
+        committed positions on the target, as a restarted mirror would (waiting while the target
+        does not answer). Returns how many partitions were rewound."""
+        partitions = len(self._assigned)
+        self._assigned.clear()
+        self._next_refresh = 0.0
+        self._consumer.unassign()  # also drops what was fetched beyond the failed batch
+        return partitions
+
     # -- copying ----------------------------------------------------------------------------
     def _produce(self, msg) -> None:
         ts_type, ts = msg.timestamp()
         kwargs = {"timestamp": ts} if ts_type != TIMESTAMP_NOT_AVAILABLE else {}
+        deadline = time.monotonic() + self.config.call_timeout_s
         while True:
             try:
                 self._producer.produce(
@@ -246,82 +395,169 @@ class DataMirror:
                 )
                 return
             except BufferError:
+                if time.monotonic() > deadline:  # the target takes nothing: fail the transaction
+                    raise KafkaException(KafkaError(KafkaError._QUEUE_FULL, "producer queue full"))
                 self._producer.poll(0.05)  # local queue full: let deliveries drain
 
+    def _records(self, messages) -> list:
+        """The batch's records. Error events (a broker down, a reset position) are logged, at
+        most once per WAIT_LOG_EVERY_S each, and skipped: the consumer recovers on its own."""
+        records = []
+        for msg in messages:
+            error = msg.error()
+            if error is None:
+                records.append(msg)
+                continue
+            if error.fatal():
+                raise KafkaException(error)
+            key, now = error.str(), time.monotonic()
+            if now >= self._consumer_errors_logged.get(key, 0.0):
+                log.warning("mirror %s: source consumer: %s", self.config.group_id, error)
+                self._consumer_errors_logged[key] = now + WAIT_LOG_EVERY_S
+        return records
+
+    def _copy_in_transaction(self, records) -> tuple[int, int]:
+        positions: dict[tuple[str, int], int] = {}
+        copied = skipped = 0
+        self._producer.begin_transaction()
+        for msg in records:
+            tp = (msg.topic(), msg.partition())
+            positions[tp] = msg.offset() + 1
+            if is_copy_from(msg.headers(), self.config.target.name):
+                skipped += 1
+                continue
+            self._produce(msg)
+            copied += 1
+        offsets = [TopicPartition(t, p, o) for (t, p), o in positions.items()]
+        metadata = self._consumer.consumer_group_metadata()
+        producer, timeout = self._producer, self.config.call_timeout_s
+        self._bounded("send_offsets_to_transaction", lambda: producer.send_offsets_to_transaction(offsets, metadata, timeout))
+        self._bounded("commit_transaction", lambda: producer.commit_transaction(timeout))
+        return copied, skipped
+
+    def _bounded(self, what: str, call) -> None:
+        """``call()`` in a thread of its own, given up after its timeout plus STUCK_MARGIN_S.
+
+        librdkafka's send_offsets_to_transaction() can ignore its timeout and block for good when
+        the group coordinator went away and came back (librdkafka#5456, #5511; seen here with a
+        target broker killed and restarted). A call given up on raises :class:`StuckClientCall`, so
+        its producer is replaced; its thread is left blocked (it keeps the old producer alive)."""
+        self._stuck_calls = [t for t in self._stuck_calls if t.is_alive()]
+        if len(self._stuck_calls) >= MAX_STUCK_CALLS:
+            raise TooManyStuckCalls(f"{len(self._stuck_calls)} client calls never returned")
+        outcome: list[BaseException] = []
+
+        def attempt() -> None:
+            try:
+                call()
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                outcome.append(exc)
+
+        thread = threading.Thread(target=attempt, name=f"mirror-{what}", daemon=True)
+        thread.start()
+        thread.join(self.config.call_timeout_s + STUCK_MARGIN_S)
+        if thread.is_alive():
+            self._stuck_calls.append(thread)
+            raise StuckClientCall(f"{what} did not return within {self.config.call_timeout_s + STUCK_MARGIN_S:.0f}s")
+        if outcome:
+            raise outcome[0]
+
+    def _recover(self, failure: KafkaException) -> None:
+        """After a failed transaction: resolve it (abort, or a new producer when the producer is
+        unusable or the abort fails), then rewind to the committed positions."""
+        started = time.monotonic()
+        if is_fatal(failure):
+            action = "fatal error: new producer"
+            self._replace_producer()
+        else:
+            try:
+                self._producer.abort_transaction(self.config.call_timeout_s)
+                self.stats.aborted_transactions += 1
+                action = "transaction aborted"
+            except KafkaException as exc:
+                action = f"abort failed ({exc}): new producer"
+                self._replace_producer()
+        partitions = self._rewind_to_committed()
+        self._retry("reading committed positions", self.refresh_assignment)
+        took = time.monotonic() - started
+        self.stats.recoveries += 1
+        self.stats.recovery_seconds.append(took)
+        log.warning(
+            "mirror %s recovered in %.1fs from %s; %s; %d partitions resumed from committed positions on %s",
+            self.config.group_id, took, failure, action, partitions, self.config.target.name,
+        )
+
+    def _replace_producer(self) -> None:
+        old, self._producer = self._producer, None
+        if old is not None:
+            self._abandon(old)
+        self._producer = self._ready_producer()
+        self.stats.new_producers += 1
+
     def step(self) -> int:
-        """Copy one batch in one transaction. Returns the number of source records consumed."""
+        """Copy one batch in one transaction. Returns the number of source records copied or
+        skipped (0 when the batch's transaction failed: it is read again from the committed position)."""
         now = time.monotonic()
         if now >= self._next_refresh:
             self.refresh_assignment()
             self._next_refresh = now + self.config.metadata_refresh_s
         if not self._assigned:
-            time.sleep(self.config.poll_timeout_s)
+            self._stop.wait(self.config.poll_timeout_s)
             return 0
-        messages = self._consumer.consume(self.config.batch_size, self.config.poll_timeout_s)
-        if not messages:
+        records = self._records(self._consumer.consume(self.config.batch_size, self.config.poll_timeout_s))
+        if not records:
             return 0
-        first: dict[tuple[str, int], int] = {}
-        positions: dict[tuple[str, int], int] = {}
-        self._producer.begin_transaction()
         try:
-            copied = skipped = 0
-            for msg in messages:
-                if msg.error():
-                    raise KafkaException(msg.error())
-                tp = (msg.topic(), msg.partition())
-                first.setdefault(tp, msg.offset())
-                positions[tp] = msg.offset() + 1
-                if is_copy_from(msg.headers(), self.config.target.name):
-                    skipped += 1
-                    continue
-                self._produce(msg)
-                copied += 1
-            self._producer.send_offsets_to_transaction(
-                [TopicPartition(t, p, o) for (t, p), o in positions.items()],
-                self._consumer.consumer_group_metadata(),
-                30,
-            )
-            self._producer.commit_transaction(60)
+            copied, skipped = self._copy_in_transaction(records)
         except KafkaException as exc:
-            if is_fatal(exc):
-                raise
-            log.warning("mirror %s: aborting a transaction: %s", self.config.group_id, exc)
-            self._producer.abort_transaction(60)
-            self.stats.aborted_transactions += 1
-            # Rewind to the batch's first records: nothing of it was committed.
-            for (t, p), offset in first.items():
-                self._consumer.seek(TopicPartition(t, p, offset))
+            self._recover(exc)
             return 0
         self.stats.copied += copied
         self.stats.skipped_loop += skipped
         self.stats.transactions += 1
-        return len(messages)
+        return len(records)
 
     def run(self, stop: threading.Event | None = None, report_every_s: float = 30.0) -> MirrorStats:
-        stop = stop or threading.Event()
+        """Copy until ``stop`` is set. A cluster that does not answer is waited for (with backoff)
+        however long it takes; only a fatal error of a consumer ends the loop, by raising."""
+        if stop is not None:
+            self._stop = stop
+        stop = self._stop
         next_report = time.monotonic() + report_every_s
+        since, attempt = None, 0
         try:
             while not stop.is_set():
                 try:
                     self.step()
-                except KafkaException as exc:
-                    if is_fatal(exc):
+                    since, attempt = None, 0
+                except MirrorStopped:
+                    break
+                except (KafkaException, concurrent.futures.TimeoutError) as exc:
+                    if isinstance(exc, KafkaException) and is_fatal(exc):
                         raise
-                    # e.g. COORDINATOR_LOAD_IN_PROGRESS on a fresh cluster: nothing was
-                    # committed, so waiting and trying again loses nothing.
-                    log.warning("mirror %s: %s; retrying", self.config.group_id, exc)
-                    stop.wait(1.0)
+                    # e.g. a cluster down, or COORDINATOR_LOAD_IN_PROGRESS on a fresh one: nothing
+                    # was committed, so waiting and trying again loses nothing.
+                    since = since or time.monotonic()
+                    self._pause("reading metadata and positions", exc, since, attempt)
+                    attempt += 1
                 if time.monotonic() >= next_report:
-                    log.info("mirror %s: %s", self.config.group_id, self.stats)
+                    log.info("mirror %s: %s", self.config.group_id, self.stats.summary())
                     next_report = time.monotonic() + report_every_s
         finally:
             self.close()
         return self.stats
 
     def close(self) -> None:
-        self._consumer.close()
-        self._position_reader.close()
-        self._producer.flush(10)
+        """Release the clients in bounded time; never raises (it runs on the way out of errors)."""
+        for name, close in (
+            ("consumer", self._consumer.close),
+            ("position reader", self._position_reader.close),
+            ("producer", lambda: self._producer is not None and self._producer.flush(5)),
+        ):
+            try:
+                close()
+            except Exception as exc:
+                log.warning("mirror %s: closing the %s: %s", self.config.group_id, name, exc)
 
 
 def _endpoint(text: str) -> MirrorEndpoint:
@@ -341,7 +577,11 @@ def main(argv: list[str] | None = None) -> None:
     config = MirrorConfig(
         args.source, args.target, topic_pattern=args.topics, batch_size=args.batch_size, instance=args.instance
     )
-    DataMirror(config).run(stop)
+    try:
+        mirror = DataMirror(config, stop)
+    except MirrorStopped:
+        return
+    mirror.run(stop)
 
 
 if __name__ == "__main__":
