@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from offset_pipeline.devstack.cluster import ClusterSpec, KafkaCluster
 from offset_pipeline.devstack.jars import fetch_jars
 from offset_pipeline.devstack.paths import cluster_ports, jars_dir, spark_connect_port, stack_dir
-from offset_pipeline.devstack.processes import ManagedProcess
+from offset_pipeline.devstack.errors import DevStackError
+from offset_pipeline.devstack.processes import ManagedProcess, PartState
 from offset_pipeline.devstack.spark_connect import SparkConnectServer
 
 
@@ -105,22 +108,58 @@ class DevStack:
         return procs
 
     def up(self, echo=print) -> None:
+        """Start every part that does not run: a first start, or a restart of exactly the parts
+        that died (a broker, a mirror, ...); living parts are left alone."""
         echo(f"Kafka jars: {fetch_jars(jars_dir())}")
         spark = self.spark_connect if self.settings.spark_connect else None
+        spark_before = spark.process().state() if spark is not None else None
         if spark is not None:
             spark.launch()  # the JVM starts while the brokers do; readiness is awaited at the end
         for cluster in self.clusters:
+            was_dead = cluster.status().dead
             status = cluster.start()
-            echo(f"cluster {status.line()}")
+            echo(f"cluster {status.line()}" + ("  (restarted: it had died)" if was_dead else ""))
         # Topics first, on both sides with equal partition counts, so the mirror finds them.
         from offset_pipeline.devstack.traffic import default_plan, ensure_topics
 
         ensure_topics(default_plan(), self.bootstraps)
         for proc in self.processes():
-            echo(f"{proc.name:22} pid {proc.start()}  log {proc.log_path}")
+            before = proc.state()
+            echo(f"{proc.name:22} pid {proc.start()}  {_how_started(*before)}  log {proc.log_path}")
         if spark is not None:
             pid = spark.start()
-            echo(f"{spark.name:22} pid {pid}  {spark.url}  log {spark.process().log_path}")
+            echo(f"{spark.name:22} pid {pid}  {_how_started(*spark_before)}  {spark.url}  log {spark.process().log_path}")
+
+    def restart_dead(self, echo=print) -> int:
+        """Start again every part that does not run (a broker, a process, the Spark Connect
+        server), leaving the living ones alone. Returns how many were restarted; a part that
+        fails to start is reported and tried again next time."""
+        restarted = 0
+        parts = [(f"cluster {c.spec.name}", lambda c=c: not c.status().running, lambda c=c: c.start().line())
+                 for c in self.clusters]
+        parts += [(p.name, lambda p=p: p.pid() is None, lambda p=p: f"pid {p.start()}") for p in self.processes()]
+        if self.settings.spark_connect:
+            spark = self.spark_connect
+            parts.append((spark.name, lambda: spark.pid() is None, lambda: f"pid {spark.start()}"))
+        for name, is_down, start in parts:
+            if not is_down():
+                continue
+            echo(f"{name} is not running: restarting it")
+            try:
+                echo(f"{name} restarted: {start()}")
+                restarted += 1
+            except DevStackError as exc:
+                echo(f"{name} did not start: {exc}")
+        return restarted
+
+    def watch(self, stop: threading.Event, every_s: float = 10.0, echo=print) -> None:
+        """``up``, then every ``every_s`` seconds restart whatever died, until ``stop`` is set
+        (SIGINT/SIGTERM on the command line). Stopping the watch leaves the stack running."""
+        self.up(echo)
+        echo(f"watching the stack every {every_s:g}s (Ctrl-C stops watching; the stack keeps running)")
+        while not stop.wait(every_s):
+            _reap_children()  # parts this process started and that died are zombies until reaped
+            self.restart_dead(lambda line: echo(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}"))
 
     def down(self, echo=print) -> None:
         if self.spark_connect.stop():
@@ -135,9 +174,13 @@ class DevStack:
     def status_lines(self) -> list[str]:
         lines = [f"cluster {c.status().line()}" for c in self.clusters]
         for proc in self.processes():
-            pid = proc.pid()
-            lines.append(f"{proc.name:22} {'running pid ' + str(pid) if pid else 'stopped':16} log {proc.log_path}")
-        lines.append(self.spark_connect.status_line())
+            lines.append(f"{proc.name:22} {_state_text(*proc.state()):16} log {proc.log_path}")
+        spark = self.spark_connect
+        state, pid = spark.process().state()
+        if state is PartState.DEAD:
+            lines.append(f"{spark.name:22} {_state_text(state, pid):16} {spark.address}  log {spark.process().log_path}")
+        else:
+            lines.append(spark.status_line())
         return lines
 
     def clean(self, echo=print) -> None:
@@ -148,3 +191,29 @@ class DevStack:
                 continue
             shutil.rmtree(child) if child.is_dir() else child.unlink()
             echo(f"removed {child}")
+
+
+def _state_text(state: PartState, pid: int | None) -> str:
+    if state is PartState.RUNNING:
+        return f"running pid {pid}"
+    if state is PartState.DEAD:
+        return f"dead (pid {pid} gone; `up` restarts it)"
+    return "stopped"
+
+
+def _how_started(state: PartState, pid: int | None) -> str:
+    return {
+        PartState.RUNNING: "already running",
+        PartState.DEAD: f"restarted (pid {pid} had died)",
+        PartState.STOPPED: "started",
+    }[state]
+
+
+def _reap_children() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
