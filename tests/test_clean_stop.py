@@ -1,0 +1,217 @@
+"""A stop of ``bin/up`` leaves nothing behind (issue 14): Ctrl-C in its terminal (SIGINT to its
+process group), or SIGINT, SIGTERM or SIGHUP to its pid alone, stops every process it started --
+both brokers, the mirror, traffic, consumers, the Spark Connect server and its Python workers,
+``dagster dev`` with its webserver, daemon, code servers and any in-flight run -- within 30 s.
+
+Each case starts the README's main command on free ports in a temporary folder, waits for the UI
+and for the sync sensor's first run, takes a census of the stack's processes and sends one signal.
+A process belongs to the stack when it descends from ``bin/up``, is named in one of the stack's pid
+files, or carries the stack's folder in its command line or environment (the stack's parts are
+started detached, so they are not all descendants).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import shutil
+import signal
+import subprocess
+import sys
+import termios
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from offset_pipeline.devstack.paths import REPO_ROOT
+from tests.conftest import devstack_env, free_port
+from tests.ui.conftest import DagsterUI, artifacts_dir, wait_until_loaded
+
+pytestmark = pytest.mark.kafka
+
+STOP_WITHIN_S = 30.0
+RUNS_QUERY = "{ runsOrError(limit: 20) { ... on Runs { results { runId status jobName } } } }"
+IN_FLIGHT = {"STARTING", "STARTED", "CANCELING"}
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    start_ticks: int  # with the pid, names one process even if the pid is reused
+    cmd: str
+
+
+def _read_proc(pid: int) -> tuple[int, str, int, str, bytes] | None:
+    """(ppid, state, start ticks, command line, environment) of a live process, None if gone."""
+    base = Path("/proc") / str(pid)
+    try:
+        stat = (base / "stat").read_text()
+        cmdline = (base / "cmdline").read_bytes()
+        environ = (base / "environ").read_bytes()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[1]), fields[0], int(fields[19]), cmdline.replace(b"\0", b" ").decode(errors="replace"), environ
+
+
+def stack_processes(stack_dir: Path, root_pid: int) -> dict[int, Proc]:
+    """Every live (not zombie) process of the stack in ``stack_dir`` started by ``root_pid``."""
+    marker = str(stack_dir).encode()
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            info = _read_proc(int(entry.name))
+            if info is not None and info[1] != "Z":
+                table[int(entry.name)] = info
+    from_pid_files = set()
+    for pid_file in stack_dir.rglob("*.pid"):
+        try:
+            from_pid_files.add(int(pid_file.read_text().strip()))
+        except (OSError, ValueError):
+            pass
+    members = {pid for pid, (_, _, _, cmd, environ) in table.items()
+               if pid == root_pid or pid in from_pid_files or marker in cmd.encode() or marker in environ}
+    grew = True
+    while grew:  # descendants of members (a process may have dropped the environment it was given)
+        children = {pid for pid, (ppid, *_) in table.items() if ppid in members} - members
+        members |= children
+        grew = bool(children)
+    return {pid: Proc(pid, table[pid][2], table[pid][3]) for pid in members}
+
+
+def survivors(census: dict[int, Proc], stack_dir: Path, root_pid: int) -> list[Proc]:
+    """Those of ``census`` still running, and any process of the stack that appeared since."""
+    now = stack_processes(stack_dir, root_pid)
+    left = [p for p in census.values() if p.pid in now and now[p.pid].start_ticks == p.start_ticks]
+    return left + [p for pid, p in now.items() if pid not in census]
+
+
+def runs(ui: DagsterUI) -> list[dict]:
+    try:
+        return ui.graphql(RUNS_QUERY)["runsOrError"]["results"]
+    except Exception:  # the UI may be busy: this is polled
+        return []
+
+
+def wait_for_a_sync_run(ui: DagsterUI, proc: subprocess.Popen, timeout: float = 240, settle: float = 90) -> dict:
+    """The sensor's runs once one is in flight, or, past ``settle`` s after the first run, whatever
+    runs there are: a stop must also work with no run in flight."""
+    deadline, first_seen = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"bin/up exited with {proc.returncode}:\n{ui.log_tail()}"
+        found = runs(ui)
+        if found:
+            first_seen = first_seen or time.monotonic()
+            if any(r["status"] in IN_FLIGHT for r in found) or time.monotonic() - first_seen > settle:
+                return {r["runId"]: r["status"] for r in found}
+        time.sleep(2)
+    raise AssertionError(f"the sync sensor launched no run within {timeout:.0f}s:\n{ui.log_tail()}")
+
+
+def interruptible_terminal() -> None:
+    """In the child before exec: Ctrl-C at its default (see tests/ui/conftest.interruptible), and the
+    pseudo-terminal on stdin as the new session's controlling terminal, as in a terminal window."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Terminal:
+    """A pseudo-terminal whose output is copied to a log file (a full terminal would block bin/up)."""
+
+    def __init__(self, log_path: Path):
+        self.master, self.slave = pty.openpty()
+        self.log_path = log_path
+        self._reader = threading.Thread(target=self._copy, daemon=True)
+
+    def _copy(self) -> None:
+        with open(self.log_path, "ab") as log:
+            while True:
+                try:
+                    data = os.read(self.master, 65536)
+                except OSError:  # EIO: no process holds the terminal any more
+                    return
+                if not data:
+                    return
+                log.write(data)
+                log.flush()
+
+    def start(self) -> None:
+        self._reader.start()
+
+    def ctrl_c(self) -> None:
+        os.write(self.master, b"\x03")  # the terminal sends SIGINT to its foreground process group
+
+    def close(self) -> None:
+        for fd in (self.slave, self.master):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._reader.join(timeout=5)
+
+
+STOPS = {
+    # Ctrl-C typed in bin/up's terminal: SIGINT to the terminal's foreground process group.
+    "ctrl-c-in-terminal": None,
+    "sigint-to-pid": signal.SIGINT,
+    "sigterm-to-pid": signal.SIGTERM,
+    "sighup-to-pid": signal.SIGHUP,
+}
+
+
+@pytest.mark.parametrize("stop", list(STOPS))
+def test_a_stop_of_bin_up_leaves_no_process_behind(stop, kafka_jars, tmp_path):
+    base = tmp_path / "stack"
+    env = devstack_env(base, kafka_jars, rate_scale=0.5)
+    env.update(OFFSET_PIPELINE_UI_PORT=str(free_port()), PYSPARK_PYTHON=sys.executable)
+    ui = DagsterUI(f"http://127.0.0.1:{env['OFFSET_PIPELINE_UI_PORT']}", base / "dagster_home", env,
+                   tmp_path / "bin-up.log")
+    terminal = Terminal(ui.log_path)
+    proc = subprocess.Popen([str(REPO_ROOT / "bin" / "up")], cwd=REPO_ROOT, env=env, stdin=terminal.slave,
+                            stdout=terminal.slave, stderr=terminal.slave, start_new_session=True,
+                            preexec_fn=interruptible_terminal)
+    terminal.start()
+    census: dict[int, Proc] = {}
+    try:
+        wait_until_loaded(ui, proc, timeout=420)
+        runs_before = wait_for_a_sync_run(ui, proc)
+        census = stack_processes(base, proc.pid)
+        started = time.monotonic()
+        if STOPS[stop] is None:
+            terminal.ctrl_c()
+        else:
+            os.kill(proc.pid, STOPS[stop])
+        left = census.values()
+        while left and time.monotonic() - started < STOP_WITHIN_S + 60:  # past the limit: to measure
+            proc.poll()  # reap bin/up, this test's child
+            left = survivors(census, base, proc.pid)
+            if left:
+                time.sleep(0.2)
+        took = time.monotonic() - started
+        report = (f"{stop}: {len(census)} processes, runs {runs_before}; "
+                  f"{'all gone' if not left else f'{len(left)} left'} after {took:.1f}s")
+        print(report)
+        assert not left, report + "\n" + "\n".join(f"{p.pid} {p.cmd[:200]}" for p in left) + "\n" + ui.log_tail()
+        assert took <= STOP_WITHIN_S, report + "\n" + ui.log_tail()
+        expected_code = 128 + (STOPS[stop] or signal.SIGINT)
+        assert proc.wait(timeout=10) == expected_code, ui.log_tail()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        subprocess.run([sys.executable, "-m", "offset_pipeline.devstack", "down"], env=env, timeout=180,
+                       capture_output=True)
+        for p in survivors(census, base, proc.pid):
+            try:
+                os.kill(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        terminal.close()
+        # bin/up's output (Dagster's and the stack's stop lines) beside the UI tests' artifacts.
+        folder = artifacts_dir().parent / "clean-stop"
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ui.log_path, folder / f"bin-up.{stop}.log")
