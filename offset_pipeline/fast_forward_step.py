@@ -7,7 +7,8 @@ whatever happens:
 1. the live facts are read again (``kafka_reads/live_partitions.py``); a cluster that does not
    answer fails the group's rows (``failed``, with the error), nothing written;
 2. each partition is re-checked (``fast_forward_check.recheck``): a failed condition leaves it
-   alone with its named rejection;
+   alone with its named rejection (a mirror behind a log end quiet for the window: ``mirror_stopped``,
+   whatever the sensor saw);
 3. the passing ones are translated by the caught-up rule (``t`` = the standby log end) with their
    safe bound, and every row goes through the sync cycle's commit step (``commit_step.commit_group``:
    the standby group re-read, DESIGN.md §5's rules, ONE commit call, the written offsets read back),

@@ -6,6 +6,9 @@ same transactions as its copies: ``devstack/mirror.py``); which group and which 
 configuration. Read with a consumer's ``committed()`` under that group id, which never joins the
 group nor commits (the admin API's offset listing can crash on a fresh broker answering
 NOT_COORDINATOR: librdkafka#5040). ``read_committed`` waits for pending transactional offsets.
+
+A position is a fact about the past (the copies below it exist), not a sign of life: it reads the
+same from a stopped mirror, which is all the stale rule needs (``stale_candidates``, issue 14).
 """
 
 from __future__ import annotations

@@ -7,6 +7,17 @@ devstack mirror commits them on its *target* cluster in the transactions of its 
 ``offset-pipeline-mirror.<source>-to-<target>`` (the default here; ``OFFSET_PIPELINE_MIRROR_POSITIONS``
 overrides it: ``settings.mirror_position_groups``). A direction without an entry has no known
 position, and its partitions are never fast-forwarded (``mirror_position_unknown``).
+
+What a positions group must be: committed with the copies (the devstack mirror's transactions) or
+after them (an at-least-once mirror), never ahead: a position is read as "every record below it
+has its copy on the target", the fact the fast-forward's NO-LOSS proof rests on. Whether the mirror
+runs is not read, and need not be (``stale_candidates``, issue 14): a position behind a source log
+end that has not moved for the window is ``mirror_stopped``, and a position at the end proves the
+copies whether or not the mirror still runs. Membership is no evidence either way: the devstack
+mirror's positions group never has members (it assigns its partitions itself and commits through
+its producer's transactions), running or not. An idle devstack mirror never commits, so its
+positions of a partition quiet for longer than the target's ``offsets.retention.minutes`` (7 days by
+default) expire: ``mirror_position_unknown`` until the partition sees a record again.
 """
 
 from __future__ import annotations

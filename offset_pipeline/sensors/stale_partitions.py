@@ -13,6 +13,13 @@ newest snapshot time seen, and the last tick's counts):
    is derived from the group, direction, partitions and the log ends seen, so the same quiet state
    is requested once, and a moved log end makes a new request.
 
+A mirror whose position stays behind its source's log end once the window has passed is
+``mirror_stopped`` (the records beyond it waited the whole window uncopied; ``stale_candidates``
+works the stopped-mirror cases through, issue 14). Such a verdict is not re-read on the ticks
+between snapshots: a mirror that comes back copies, which moves a log end, and the next snapshot
+starts the quiet again. A stopped mirror that had copied everything blocks nothing: the positions
+prove every record of the standby is on the active cluster, which is all NO-LOSS needs.
+
 When nothing qualifies, the ``SkipReason`` counts the rejections by name and lists the first ones
 with their reason; every rejection (up to ``LOGGED_REJECTIONS``) is also logged, once per snapshot. With the embedded ClickHouse
 (chdb: one process at a time) the sensor does not read while a sync or fast-forward run holds it.
