@@ -26,12 +26,15 @@ transaction as the copies below it, and an at-least-once mirror (MirrorMaker 2) 
 acknowledged -- a positions group must never run ahead of the copies. So the proof rests on the
 position as a fact about the past, and these are the cases of a stopped B->A mirror:
 
-* **stopped while B keeps receiving records**: B's log end moves, so ``receiving_data``; once B is
-  quiet for the window, the position stays below B's log end: rejected (below). Never unsafe.
+* **stopped while B keeps receiving records**: these are the unsafe ones. A is quiet, G is at A's
+  end, and ``t`` = B's end would put records below ``t`` that G never saw: loss. B's log end moves,
+  so ``receiving_data``; once B is quiet for the window, the position stays below B's log end:
+  ``mirror_stopped`` (next case). Rejected both ways, never fast-forwarded.
 * **stopped before copying records that B got earlier, nothing new since**: the position stays below
   an end that has not moved for the window. Such records have waited the whole window uncopied, which
   a running mirror never lets happen: ``mirror_stopped`` (not copying this partition: stopped, stuck,
-  or not mirroring the topic), as long as that lasts. Not unsafe (rejected), and now named for what it is.
+  or not mirroring the topic) for as long as that lasts -- formerly ``mirror_behind`` forever:
+  safe, but named for the symptom.
 * **stopped, with both logs quiet and the position at B's log end**: A is quiet *because* the mirror
   is down, and the position equals B's end only because B is quiet too. The fast-forward is then
   still NO-LOSS: every record of B below ``t`` is on A (the position says so), below ``c``; records B
@@ -40,9 +43,10 @@ position as a fact about the past, and these are the cases of a stopped B->A mir
   needs that: a running, idle devstack mirror leaves no trace either (it commits only when it copies,
   and its positions group has no members: it assigns its partitions itself and commits through the
   producer's transactions -- tests/test_stale_fast_forward.py checks that; MirrorMaker 2's source
-  tasks assign their partitions too and keep their positions in Connect's offsets topic). Requiring proof of life
-  would stop every fast-forward on a quiet mirror, i.e. the feature. So a caught-up stopped mirror
-  is allowed, and tests/test_stale_fast_forward.py fails over after such a fast-forward.
+  tasks assign their partitions too and keep their positions in Connect's offsets topic).
+  Requiring proof of life would stop every fast-forward on a quiet mirror, i.e. the feature. So a
+  caught-up stopped mirror is allowed, and tests/test_stale_fast_forward.py fails over after such
+  a fast-forward.
 
 The same holds for the A->B mirror (its position makes the fast-forward duplicate-free). A
 position behind its source's end is therefore never ``mirror_behind`` any more: the mirror check
