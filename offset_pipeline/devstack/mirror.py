@@ -131,7 +131,10 @@ class TooManyStuckCalls(RuntimeError):
     stops (its process exits, and ``bin/stack up``/``watch`` starts a clean one)."""
 
 
-STUCK_MARGIN_S = 15.0
+STUCK_MARGIN_S = 10.0
+# TxnOffsetCommit takes milliseconds; this call is the one that can hang (see DataMirror._bounded),
+# so it gets a short bound: a false alarm costs only a new producer.
+SEND_OFFSETS_TIMEOUT_S = 10.0
 MAX_STUCK_CALLS = 5
 
 
@@ -215,6 +218,7 @@ class DataMirror:
         self._next_wait_log = 0.0
         self._consumer_errors_logged: dict[str, float] = {}
         self._stuck_calls: list[threading.Thread] = []
+        self._transaction_began = 0.0
         self._producer: Producer | None = None
         try:
             self._producer = self._ready_producer()  # fences any earlier instance of this mirror
@@ -249,10 +253,11 @@ class DataMirror:
             if producer is None:
                 producer = self._new_producer()
             try:
-                producer.init_transactions(self.config.call_timeout_s)
+                timeout = self.config.call_timeout_s
+                self._bounded("init_transactions", timeout, lambda: producer.init_transactions(timeout))
                 return producer
             except KafkaException as exc:
-                if is_fatal(exc) or not exc.args[0].retriable():
+                if is_fatal(exc) or not (isinstance(exc.args[0], KafkaError) and exc.args[0].retriable()):
                     self._abandon(producer)  # a timed-out init may be retried; anything else may not
                     producer = None
                 self._pause(f"starting a transactional producer on {self.config.target.name}", exc, since, attempt)
@@ -274,8 +279,8 @@ class DataMirror:
         now = time.monotonic()
         if now >= self._next_wait_log:
             log.warning(
-                "mirror %s: %s failed for %.0fs: %s; retrying (every %.1fs at most)",
-                self.config.group_id, what, now - since, exc, delay,
+                "mirror %s: %s failing for %.0fs: %s; next try in %.1fs (this is logged every %.0fs at most)",
+                self.config.group_id, what, now - since, exc, delay, WAIT_LOG_EVERY_S,
             )
             self._next_wait_log = now + WAIT_LOG_EVERY_S
         self._stop.wait(delay)
@@ -419,6 +424,7 @@ class DataMirror:
     def _copy_in_transaction(self, records) -> tuple[int, int]:
         positions: dict[tuple[str, int], int] = {}
         copied = skipped = 0
+        self._transaction_began = time.monotonic()
         self._producer.begin_transaction()
         for msg in records:
             tp = (msg.topic(), msg.partition())
@@ -431,12 +437,17 @@ class DataMirror:
         offsets = [TopicPartition(t, p, o) for (t, p), o in positions.items()]
         metadata = self._consumer.consumer_group_metadata()
         producer, timeout = self._producer, self.config.call_timeout_s
-        self._bounded("send_offsets_to_transaction", lambda: producer.send_offsets_to_transaction(offsets, metadata, timeout))
-        self._bounded("commit_transaction", lambda: producer.commit_transaction(timeout))
+        send_timeout = min(timeout, SEND_OFFSETS_TIMEOUT_S)
+        self._bounded(
+            "send_offsets_to_transaction", send_timeout,
+            lambda: producer.send_offsets_to_transaction(offsets, metadata, send_timeout),
+        )
+        self._bounded("commit_transaction", timeout, lambda: producer.commit_transaction(timeout))
         return copied, skipped
 
-    def _bounded(self, what: str, call) -> None:
-        """``call()`` in a thread of its own, given up after its timeout plus STUCK_MARGIN_S.
+    def _bounded(self, what: str, timeout_s: float, call) -> None:
+        """``call()`` (a blocking call of the transactional producer) in a thread of its own, given
+        up after ``timeout_s`` plus STUCK_MARGIN_S.
 
         librdkafka's send_offsets_to_transaction() can ignore its timeout and block for good when
         the group coordinator went away and came back (librdkafka#5456, #5511; seen here with a
@@ -455,23 +466,24 @@ class DataMirror:
 
         thread = threading.Thread(target=attempt, name=f"mirror-{what}", daemon=True)
         thread.start()
-        thread.join(self.config.call_timeout_s + STUCK_MARGIN_S)
+        thread.join(timeout_s + STUCK_MARGIN_S)
         if thread.is_alive():
             self._stuck_calls.append(thread)
-            raise StuckClientCall(f"{what} did not return within {self.config.call_timeout_s + STUCK_MARGIN_S:.0f}s")
+            raise StuckClientCall(f"{what} did not return within {timeout_s + STUCK_MARGIN_S:.0f}s")
         if outcome:
             raise outcome[0]
 
     def _recover(self, failure: KafkaException) -> None:
         """After a failed transaction: resolve it (abort, or a new producer when the producer is
         unusable or the abort fails), then rewind to the committed positions."""
-        started = time.monotonic()
+        started = self._transaction_began  # the outage began at the latest with the failed transaction
         if is_fatal(failure):
             action = "fatal error: new producer"
             self._replace_producer()
         else:
             try:
-                self._producer.abort_transaction(self.config.call_timeout_s)
+                producer, timeout = self._producer, self.config.call_timeout_s
+                self._bounded("abort_transaction", timeout, lambda: producer.abort_transaction(timeout))
                 self.stats.aborted_transactions += 1
                 action = "transaction aborted"
             except KafkaException as exc:
@@ -483,7 +495,8 @@ class DataMirror:
         self.stats.recoveries += 1
         self.stats.recovery_seconds.append(took)
         log.warning(
-            "mirror %s recovered in %.1fs from %s; %s; %d partitions resumed from committed positions on %s",
+            "mirror %s recovered %.1fs after its failed transaction began: %s; %s; %d partitions resumed "
+            "from committed positions on %s",
             self.config.group_id, took, failure, action, partitions, self.config.target.name,
         )
 
