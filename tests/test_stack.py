@@ -4,9 +4,12 @@ tell the truth."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -14,7 +17,9 @@ from confluent_kafka.admin import AdminClient
 from offset_pipeline.devstack.mirror import ORIGIN_CLUSTER_HEADER
 from offset_pipeline.devstack.records import read_partition
 
-from .conftest import devstack_env, wait_for
+from offset_pipeline.devstack.liveness import pid_alive
+
+from .conftest import devstack_env, stopped_by_sigterm, wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -78,3 +83,61 @@ def test_up_status_down(stack_env):
     assert down.returncode == 0, down.stderr
     after = devstack(stack_env, "status").stdout
     assert "ready" not in after and "running pid" not in after, after
+
+
+def line_of(output: str, name: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith(name))
+
+
+def test_up_restarts_exactly_the_dead_parts_and_watch_keeps_restarting_them(stack_env, tmp_path):
+    no_spark = "--no-spark-connect"  # the parts under test; Spark's restart is the same code path
+    up = devstack(stack_env, "up", no_spark)
+    assert up.returncode == 0, up.stdout + up.stderr
+    base = Path(stack_env["OFFSET_PIPELINE_DEVSTACK_DIR"])
+    parts = ("mirror-idc1-to-idc2", "mirror-idc2-to-idc1", "traffic", "consumers")
+    pids = {name: int((base / "run" / f"{name}.pid").read_text()) for name in parts}
+    broker = int((base / "idc2" / "broker.pid").read_text())
+
+    # kill -9 one mirror (the pid its pid file and `status` name) and idc2's broker: crashes.
+    os.kill(pids["mirror-idc1-to-idc2"], signal.SIGKILL)
+    os.kill(broker, signal.SIGKILL)
+    wait_for(lambda: not pid_alive(broker) and not pid_alive(pids["mirror-idc1-to-idc2"]), what="the kills")
+    status = devstack(stack_env, "status").stdout
+    assert f"dead (pid {pids['mirror-idc1-to-idc2']} gone" in line_of(status, "mirror-idc1-to-idc2"), status
+    assert " dead " in line_of(status, "cluster idc2"), status
+    for name in parts[1:]:
+        assert f"running pid {pids[name]}" in line_of(status, name), status
+
+    again = devstack(stack_env, "up", no_spark)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "restarted: it had died" in line_of(again.stdout, "cluster idc2"), again.stdout
+    assert "restarted: it had died" not in line_of(again.stdout, "cluster idc1"), again.stdout
+    assert f"restarted (pid {pids['mirror-idc1-to-idc2']} had died)" in line_of(again.stdout, "mirror-idc1-to-idc2")
+    for name in parts[1:]:
+        assert f"pid {pids[name]}  already running" in line_of(again.stdout, name), again.stdout
+    status = devstack(stack_env, "status").stdout
+    new_mirror = int((base / "run" / "mirror-idc1-to-idc2.pid").read_text())
+    assert new_mirror != pids["mirror-idc1-to-idc2"]
+    assert f"running pid {new_mirror}" in line_of(status, "mirror-idc1-to-idc2"), status
+    assert "ready" in line_of(status, "cluster idc2"), status
+    # The new mirror resumes from the positions its predecessor committed on idc2.
+    log = base / "run" / "mirror-idc1-to-idc2.log"
+    wait_for(lambda: "resumed from committed positions)" in log.read_text().rsplit("=== starting", 1)[-1]
+             and "(0 resumed" not in log.read_text().rsplit("=== starting", 1)[-1],
+             timeout=120, what="the restarted mirror to resume")
+
+    # watch: a part that dies (here the traffic program itself crashes) is restarted, and
+    # SIGTERM stops the watch (exit 0), leaving the stack running.
+    watch_log = tmp_path / "watch.log"
+    cmd = [sys.executable, "-m", "offset_pipeline.devstack", "watch", "--every", "2", no_spark]
+    with stopped_by_sigterm(cmd, watch_log, env=stack_env):
+        wait_for(lambda: "watching the stack" in watch_log.read_text(), timeout=180, what="watch to start")
+        traffic = pids["traffic"]
+        program = int((Path(f"/proc/{traffic}/task/{traffic}/children")).read_text().split()[0])
+        os.kill(program, signal.SIGKILL)
+        wait_for(lambda: "traffic restarted: pid" in watch_log.read_text(), timeout=120, what="watch to restart traffic")
+    restarted = int((base / "run" / "traffic.pid").read_text())
+    assert restarted != traffic and pid_alive(restarted)
+    text = watch_log.read_text()
+    assert "traffic is not running: restarting it" in text and "mirror" not in text.split("watching the stack", 1)[1]
+    assert "=== exited with signal 9 at " in (base / "run" / "traffic.log").read_text()
