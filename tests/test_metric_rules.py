@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 
 import pytest
 from hypothesis import given
@@ -109,6 +110,11 @@ def test_window_sums_cover_the_trailing_ten_minutes_per_cluster():
     assert [r[2] for r in sums["idc2"]] == [3, 6, 6]  # minute 12: minute 0 left the window, 5 did not
     png = convergence_png(points)
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
+    from PIL import Image
+
+    picture = Image.open(io.BytesIO(png))
+    # 800 x 300 as drawn, with a palette: a third of the RGB picture's bytes in every cycle's metadata
+    assert picture.size == (800, 300) and picture.mode == "P" and len(picture.getpalette()) <= 64 * 3
     assert convergence_png([])[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -49,7 +49,8 @@ _CONVERGENCE_QUERY = (
 )
 _EARLIER_LOG_ENDS_QUERY = (
     f"SELECT cluster, topic, partition, argMax(log_end, snapshot_time) FROM {snapshots.TABLE} "
-    "WHERE topic_present AND snapshot_time <= {until:DateTime64(3, 'UTC')} "
+    # never this cycle's own snapshot: a slow cycle's metrics step may start a window after it
+    "WHERE topic_present AND snapshot_id != {sid:String} AND snapshot_time <= {until:DateTime64(3, 'UTC')} "
     "AND snapshot_time >= {since:DateTime64(3, 'UTC')} AND topic IN {topics:Array(String)} "
     "GROUP BY cluster, topic, partition"
 )
@@ -105,7 +106,7 @@ def _with_clickhouse(context, config, writer, replay, snapshot_id: str, cycle_ti
         for cluster, topic, partition, end in client.query(_EARLIER_LOG_ENDS_QUERY, parameters={
             "until": datetime.fromtimestamp((cycle_time_ms - window_ms) / 1000, tz=timezone.utc),
             "since": datetime.fromtimestamp((cycle_time_ms - window_ms - max(window_ms, 600_000)) / 1000, tz=timezone.utc),
-            "topics": sorted({t for _, t, _ in log_end}),
+            "topics": sorted({t for _, t, _ in log_end}), "sid": snapshot_id,
         }).result_rows
     }
 
