@@ -25,7 +25,10 @@ from .conftest import KafkaPair, free_port, wait_for
 pytestmark = pytest.mark.kafka
 
 PARTITIONS = 2
-OUTAGE_S = 4.0  # how long a killed broker stays down: the length of the fault, not a wait for readiness
+# How long a killed broker stays down: the length of the fault, not a wait for readiness. The long
+# one outlasts every timeout of the mirror's calls (30 s) and of its transactions (60 s).
+SHORT_OUTAGE_S = 4.0
+LONG_OUTAGE_S = 75.0
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +137,7 @@ def assert_exact_copy(pair: KafkaPair, topic: str, source: str, target: str):
         assert [int(r.header(ORIGIN_OFFSET_HEADER)) for r in mirrored] == [r.offset for r in sources]
 
 
-def run_faults(pair: KafkaPair, victim: str, kills: int, topic: str, instance: str, caplog) -> dict:
+def run_faults(pair: KafkaPair, victim: str, outages: list[float], topic: str, instance: str, caplog) -> dict:
     pair.create_topic(topic, partitions=PARTITIONS)
     config = MirrorConfig(
         pair.endpoint("idc1"), pair.endpoint("idc2"),
@@ -143,11 +146,11 @@ def run_faults(pair: KafkaPair, victim: str, kills: int, topic: str, instance: s
     caplog.set_level(logging.WARNING, logger="offset_pipeline.mirror")
     resumed_after: list[float] = []
     with SteadyTraffic(pair.bootstrap("idc1"), topic) as traffic, MirrorThread(config) as mirror:
-        for kill in range(kills):
+        for kill, outage_s in enumerate(outages):
             before = copies(pair, topic)
             wait_for(lambda: copies(pair, topic) > before + 200, timeout=180, what=f"copies flowing before kill {kill + 1}")
             assert pair.cluster(victim).kill(), f"no {victim} broker to kill"
-            time.sleep(OUTAGE_S)
+            time.sleep(outage_s)
             pair.cluster(victim).start(timeout=180)
             back = time.monotonic()
             at_restart = copies(pair, topic)
@@ -164,7 +167,7 @@ def run_faults(pair: KafkaPair, victim: str, kills: int, topic: str, instance: s
     assert_exact_copy(pair, topic, "idc1", "idc2")
     recovery_lines = [r.getMessage() for r in caplog.records if " recovered " in r.getMessage()]
     summary = {
-        "victim": victim, "kills": kills, "records": sent, "recoveries": stats.recoveries,
+        "victim": victim, "outages_s": outages, "records": sent, "recoveries": stats.recoveries,
         "new_producers": stats.new_producers, "aborted": stats.aborted_transactions,
         "recovery_seconds": [round(s, 1) for s in stats.recovery_seconds],
         "copies_flowing_again_after_restart_s": [round(s, 1) for s in resumed_after],
@@ -175,9 +178,11 @@ def run_faults(pair: KafkaPair, victim: str, kills: int, topic: str, instance: s
     return summary
 
 
-def test_target_broker_killed_three_times_mirror_copies_everything_once_in_order(own_pair, caplog):
-    run_faults(own_pair, "idc2", kills=3, topic="rec.target-kill", instance="recovery-target", caplog=caplog)
+def test_target_broker_killed_three_times_once_for_long_mirror_copies_everything_once_in_order(own_pair, caplog):
+    outages = [SHORT_OUTAGE_S, SHORT_OUTAGE_S, LONG_OUTAGE_S]
+    run_faults(own_pair, "idc2", outages, topic="rec.target-kill", instance="recovery-target", caplog=caplog)
 
 
 def test_source_broker_killed_mirror_copies_everything_once_in_order(own_pair, caplog):
-    run_faults(own_pair, "idc1", kills=2, topic="rec.source-kill", instance="recovery-source", caplog=caplog)
+    outages = [SHORT_OUTAGE_S, SHORT_OUTAGE_S]
+    run_faults(own_pair, "idc1", outages, topic="rec.source-kill", instance="recovery-source", caplog=caplog)
