@@ -20,8 +20,10 @@ Guarantees, each tested against real brokers:
   minutes) costs the mirror time, never records: a failed transaction is aborted, a producer in a
   fatal state (``INVALID_TXN_STATE`` or fenced after the target came back) is abandoned for a new
   one, and in both cases the mirror rewinds to the position committed on the target, which says
-  whether the failed transaction counted. Every client call has a bounded timeout; a cluster that
-  does not answer is retried with backoff, logged at most every :data:`WAIT_LOG_EVERY_S`.
+  whether the failed transaction counted. Every client call has a bounded timeout (a producer
+  call that ignores its own is given up on, and its producer replaced); a cluster that does not
+  answer is retried with backoff, logged at most every :data:`WAIT_LOG_EVERY_S`. Each recovery is
+  one log line: ``mirror <group> recovered <s>s after its failed transaction began: <reason>; <action>``.
 
 Any ``IDC``/``Offset`` headers a producer wrote itself (for example a third cluster's name) are
 replaced on the copy: the copy's origin headers always describe the record's real origin.
@@ -537,7 +539,8 @@ class DataMirror:
 
     def run(self, stop: threading.Event | None = None, report_every_s: float = 30.0) -> MirrorStats:
         """Copy until ``stop`` is set. A cluster that does not answer is waited for (with backoff)
-        however long it takes; only a fatal error of a consumer ends the loop, by raising."""
+        however long it takes. Only a fatal error of a consumer, or :class:`TooManyStuckCalls`, ends
+        the loop, by raising (the process exits; ``bin/stack up``/``watch`` restarts it)."""
         if stop is not None:
             self._stop = stop
         stop = self._stop
