@@ -1,13 +1,14 @@
 """A stop of ``bin/up`` leaves nothing behind (issue 14): Ctrl-C in its terminal (SIGINT to its
-process group), or SIGINT, SIGTERM or SIGHUP to its pid alone, stops every process it started --
-both brokers, the mirror, traffic, consumers, the Spark Connect server and its Python workers,
-``dagster dev`` with its webserver, daemon, code servers and any in-flight run -- within 30 s.
+process group), SIGINT, SIGTERM or SIGHUP to its pid alone (SIGHUP as the kernel sends it when the
+terminal closes), or dagster dev crashing, stops every process it started -- both brokers, the
+mirror, traffic, consumers, the Spark Connect server and its Python workers, ``dagster dev`` with
+its webserver, daemon, code servers and any in-flight run -- within 30 s.
 
-Each case starts the README's main command on free ports in a temporary folder, waits for the UI
-and for the sync sensor's first run, takes a census of the stack's processes and sends one signal.
-A process belongs to the stack when it descends from ``bin/up``, is named in one of the stack's pid
-files, or carries the stack's folder in its command line or environment (the stack's parts are
-started detached, so they are not all descendants).
+Each case starts the README's main command in a pseudo-terminal, on free ports in a temporary
+folder, waits for the UI and for the sync sensor's first run, takes a census of the stack's
+processes and stops it one way. A process belongs to the stack when it descends from ``bin/up``, is
+named in one of the stack's pid files, or carries the stack's folder in its command line or
+environment (the stack's parts are started detached, so they are not all descendants).
 """
 
 from __future__ import annotations
@@ -145,21 +146,41 @@ class Terminal:
     def ctrl_c(self) -> None:
         os.write(self.master, b"\x03")  # the terminal sends SIGINT to its foreground process group
 
+    def hang_up(self) -> None:
+        self._close("master")  # the terminal's session leader (bin/up) gets SIGHUP
+
     def close(self) -> None:
-        for fd in (self.slave, self.master):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self._close("slave")
+        self._close("master")
         self._reader.join(timeout=5)
 
+    def _close(self, end: str) -> None:
+        fd = getattr(self, end)
+        if fd >= 0:
+            setattr(self, end, -1)  # never close a number the system may have given out again
+            os.close(fd)
 
+
+def dagster_dev_pid(bin_up_pid: int) -> int:
+    for entry in Path("/proc").iterdir():
+        info = _read_proc(int(entry.name)) if entry.name.isdigit() else None
+        if info and info[0] == bin_up_pid and "bin/dagster dev " in info[3]:
+            return int(entry.name)
+    raise AssertionError("no dagster dev process under bin/up")
+
+
+# How each case stops bin/up, and the exit code bin/up then ends with.
 STOPS = {
     # Ctrl-C typed in bin/up's terminal: SIGINT to the terminal's foreground process group.
-    "ctrl-c-in-terminal": None,
-    "sigint-to-pid": signal.SIGINT,
-    "sigterm-to-pid": signal.SIGTERM,
-    "sighup-to-pid": signal.SIGHUP,
+    "ctrl-c-in-terminal": (lambda proc, terminal: terminal.ctrl_c(), 128 + signal.SIGINT),
+    "sigint-to-pid": (lambda proc, terminal: os.kill(proc.pid, signal.SIGINT), 128 + signal.SIGINT),
+    "sigterm-to-pid": (lambda proc, terminal: os.kill(proc.pid, signal.SIGTERM), 128 + signal.SIGTERM),
+    # The terminal window closed: the kernel sends SIGHUP to bin/up's pid, and every later write
+    # to the terminal fails.
+    "sighup-to-pid-terminal-closed": (lambda proc, terminal: terminal.hang_up(), 128 + signal.SIGHUP),
+    # dagster dev crashing (killed): bin/up stops what is left and fails with its exit code.
+    "dagster-dev-crash": (lambda proc, terminal: os.kill(dagster_dev_pid(proc.pid), signal.SIGKILL),
+                          128 + signal.SIGKILL),
 }
 
 
@@ -181,10 +202,8 @@ def test_a_stop_of_bin_up_leaves_no_process_behind(stop, kafka_jars, tmp_path):
         runs_before = wait_for_a_sync_run(ui, proc)
         census = stack_processes(base, proc.pid)
         started = time.monotonic()
-        if STOPS[stop] is None:
-            terminal.ctrl_c()
-        else:
-            os.kill(proc.pid, STOPS[stop])
+        send, exit_code = STOPS[stop]
+        send(proc, terminal)
         left = census.values()
         while left and time.monotonic() - started < STOP_WITHIN_S + 60:  # past the limit: to measure
             proc.poll()  # reap bin/up, this test's child
@@ -197,8 +216,7 @@ def test_a_stop_of_bin_up_leaves_no_process_behind(stop, kafka_jars, tmp_path):
         print(report)
         assert not left, report + "\n" + "\n".join(f"{p.pid} {p.cmd[:200]}" for p in left) + "\n" + ui.log_tail()
         assert took <= STOP_WITHIN_S, report + "\n" + ui.log_tail()
-        expected_code = 128 + (STOPS[stop] or signal.SIGINT)
-        assert proc.wait(timeout=10) == expected_code, ui.log_tail()
+        assert proc.wait(timeout=10) == exit_code, ui.log_tail()
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -215,3 +233,5 @@ def test_a_stop_of_bin_up_leaves_no_process_behind(stop, kafka_jars, tmp_path):
         folder = artifacts_dir().parent / "clean-stop"
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copy(ui.log_path, folder / f"bin-up.{stop}.log")
+        if (base / "run" / "down.log").exists():
+            shutil.copy(base / "run" / "down.log", folder / f"down.{stop}.log")
