@@ -121,7 +121,7 @@ OVERVIEW = [
         "ORDER BY checked_at DESC, group, topic, partition LIMIT 500"
     ), "Every partition a fast-forward run looked at (DESIGN.md §4.3): fast_forwarded to the standby log end, "
        "unchanged, dry_run, or left_alone with the live condition that failed (receiving_data, group_has_lag, "
-       "mirror_behind, ...). The stale_partition_sensor's skip reasons and tick logs say why others were not asked.",
+       "mirror_stopped, ...). The stale_partition_sensor's skip reasons and tick logs say why others were not asked.",
         ("time", "group", "topic", "partition", "active", "standby", "outcome", "rejection", "previous_offset",
          "new_offset", "stable_for_s", "reason"), sparse=True),
 ]

@@ -2,7 +2,7 @@
 
 One row per group-partition and run (``run_id``), whatever happened: fast-forwarded, dry run,
 already there (``unchanged``), left alone because a live re-check failed (``rejection`` names the
-condition: ``receiving_data``, ``group_has_lag``, ``mirror_behind``, ...), refused by the commit
+condition: ``receiving_data``, ``group_has_lag``, ``mirror_stopped``, ...), refused by the commit
 rules, or failed. It keeps the live facts the decision rested on (log ends as the sensor saw them
 and as re-read, ``c``, both mirrors' positions, how long the logs were quiet), so every decision can
 be audited later. The newest applied row of a group-partition and direction is the **kept point**
