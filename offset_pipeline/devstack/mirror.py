@@ -261,7 +261,7 @@ class DataMirror:
                 producer = self._new_producer()
             try:
                 timeout = self.config.call_timeout_s
-                self._bounded("init_transactions", timeout, lambda: producer.init_transactions(timeout))
+                self._bounded("init_transactions", timeout, lambda: producer.init_transactions(timeout), stoppable=True)
                 return producer
             except KafkaException as exc:
                 if is_fatal(exc) or not (isinstance(exc.args[0], KafkaError) and exc.args[0].retriable()):
@@ -452,14 +452,16 @@ class DataMirror:
         self._bounded("commit_transaction", timeout, lambda: producer.commit_transaction(timeout))
         return copied, skipped
 
-    def _bounded(self, what: str, timeout_s: float, call) -> None:
+    def _bounded(self, what: str, timeout_s: float, call, stoppable: bool = False) -> None:
         """``call()`` (a blocking call of the transactional producer) in a thread of its own, given
         up after ``timeout_s`` plus STUCK_MARGIN_S.
 
         librdkafka's send_offsets_to_transaction() can ignore its timeout and block for good when
         the group coordinator went away and came back (librdkafka#5456, #5511; seen here with a
         target broker killed and restarted). A call given up on raises :class:`StuckClientCall`, so
-        its producer is replaced; its thread is left blocked (it keeps the old producer alive)."""
+        its producer is replaced; its thread is left blocked (it keeps the old producer alive).
+        ``stoppable``: the stop event ends the wait (:class:`MirrorStopped`), for calls that wait
+        for a cluster to come back and change nothing while they wait."""
         self._stuck_calls = [t for t in self._stuck_calls if t.is_alive()]
         if len(self._stuck_calls) >= MAX_STUCK_CALLS:
             raise TooManyStuckCalls(f"{len(self._stuck_calls)} client calls never returned")
@@ -473,7 +475,11 @@ class DataMirror:
 
         thread = threading.Thread(target=attempt, name=f"mirror-{what}", daemon=True)
         thread.start()
-        thread.join(timeout_s + STUCK_MARGIN_S)
+        deadline = time.monotonic() + timeout_s + STUCK_MARGIN_S
+        while thread.is_alive() and time.monotonic() < deadline:
+            thread.join(0.2)
+            if stoppable and self._stop.is_set() and thread.is_alive():
+                raise MirrorStopped()
         if thread.is_alive():
             self._stuck_calls.append(thread)
             raise StuckClientCall(f"{what} did not return within {timeout_s + STUCK_MARGIN_S:.0f}s")
