@@ -100,9 +100,11 @@ def offset_standby_commits(
     # The active offsets of each group's previous snapshot find resets on the active cluster (the
     # one case a standby offset may go back). Without ClickHouse none is found: nothing is rewound.
     before: dict = {}
+    recorded: dict = {}
     if client is not None:
         try:
             before = snapshots.previous_committed_offsets(client, snapshot_id, sorted(by_group))
+            recorded = commits.last_recorded_offsets(client, by_group)
         except Exception as exc:  # noqa: BLE001 - commits go on; only rewinds wait for ClickHouse
             context.log.warning(f"offset-sync clickhouse unavailable: reading the previous snapshot failed "
                                 f"({type(exc).__name__}); no rewind after a reset this cycle")
@@ -141,6 +143,13 @@ def offset_standby_commits(
         f"offset-sync commits {snapshot_id}: {len(stored)} group-partitions, {len(by_group)} groups; "
         f"{len(lines)} decision lines on the step's stderr; {len(errors)} errors"
     )
+    # A standby offset that is not where the newest recorded cycle left it was moved unrecorded: most
+    # likely by a sync run killed between its commit calls and storing its rows (each group's
+    # commit is one call, so a group is at its old offset or at that run's new, checked one). This
+    # cycle re-read it and planned from it (the repair); here it is reported.
+    unrecorded = unrecorded_changes(stored, recorded)
+    for change in unrecorded[:_WARNED_ERRORS]:
+        context.log.warning(f"offset-sync unrecorded standby change: {change}")
     cycle_carry.put(snapshot_id, COMMIT_ROWS, stored)
     written = commits.insert_rows(writer, stored)
 
@@ -172,8 +181,21 @@ def offset_standby_commits(
             "unreachable_clusters": ", ".join(sorted(unreachable)) or "none",
             **{f"decision_{k}": v for k, v in sorted(decisions.items())},
             "rows_spooled": writer.outcome.deferred,
+            "unrecorded_standby_changes": len(unrecorded),
+            **({"unrecorded_standby_changes_first": dg.MetadataValue.json(unrecorded[:20])} if unrecorded else {}),
             "kafka_seconds": round(kafka_s, 3),
             "total_seconds": round(time.monotonic() - started, 3),
         },
         check_results=[no_loss.to_result(), freshness.to_result()],
     )
+
+
+def unrecorded_changes(stored, recorded: dict) -> list[dict]:
+    """Rows whose standby offset, re-read before planning, differs from the newest recorded one."""
+    out = []
+    for row in stored:
+        last = recorded.get((row.group_id, row.topic, int(row.partition), row.standby))
+        if last is not None and row.previous_offset is not None and row.previous_offset != last:
+            out.append({"group_id": row.group_id, "topic": row.topic, "partition": int(row.partition),
+                        "standby": row.standby, "recorded": last, "found": row.previous_offset})
+    return out

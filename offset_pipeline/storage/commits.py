@@ -109,3 +109,22 @@ def newest_synced_cycle_times(client, group_ids: Iterable[str]) -> dict[str, flo
         parameters={"groups": groups, "unchanged": SYNCED_UNCHANGED, "writes": list(SYNCED_WRITES)},
     ).result_rows
     return {group_id: float(seconds) for group_id, seconds in rows}
+
+
+def last_recorded_offsets(client, group_ids: Iterable[str]) -> dict[tuple[str, str, int, str], int]:
+    """(group, topic, partition, standby) -> the standby's committed offset as the group-partition's
+    newest recorded cycle left it (``committed_after``), where that cycle had this standby (after a
+    switchover the new standby was the group's own active cluster: nothing to compare). A live
+    offset that differs was moved by something this table does not know: a sync run killed after
+    its commit call and before its rows were stored, or a hand on the standby group."""
+    groups = sorted(set(group_ids))
+    if not groups:
+        return {}
+    rows = client.query(
+        "SELECT group_id, topic, partition, last.1, last.2 FROM ("
+        "  SELECT group_id, topic, partition, argMax((standby, committed_after), cycle_time) AS last "
+        f"  FROM {TABLE} WHERE group_id IN {{groups:Array(String)}} AND committed_after IS NOT NULL "
+        "  AND standby != '' GROUP BY group_id, topic, partition)",
+        parameters={"groups": groups},
+    ).result_rows
+    return {(g, t, int(p), s): int(offset) for g, t, p, s, offset in rows}
