@@ -10,12 +10,15 @@ from datetime import datetime, timedelta, timezone
 import dagster as dg
 
 SYNC_CONCURRENCY_TAG = "offset_pipeline/sync"
+# Dagster's run monitoring (deploy/dagster.yaml) fails a run still going after this long: a cycle
+# takes seconds, and a run worker killed mid-cycle would otherwise hold the sync sensor for ever.
+SYNC_MAX_RUNTIME_TAGS = {"dagster/max_runtime": "300"}
 
 offset_sync_job = dg.define_asset_job(
     "offset_sync_cycle",
     selection=dg.AssetSelection.groups("offset_sync"),
     executor_def=dg.in_process_executor,
-    tags={SYNC_CONCURRENCY_TAG: "cycle"},
+    tags={SYNC_CONCURRENCY_TAG: "cycle", **SYNC_MAX_RUNTIME_TAGS},
     description="One sync cycle: snapshot offsets on both clusters, translate, commit to standbys, monitoring rows.",
 )
 
@@ -25,7 +28,7 @@ offset_fast_forward_job = dg.define_asset_job(
     executor_def=dg.in_process_executor,
     # The same tag as the cycle: a fast-forward never overlaps a sync run (both commit to standby
     # groups; with the embedded ClickHouse, one process at a time).
-    tags={SYNC_CONCURRENCY_TAG: "fast_forward"},
+    tags={SYNC_CONCURRENCY_TAG: "fast_forward", **SYNC_MAX_RUNTIME_TAGS},
     description="Fast-forward one group's quiet low-traffic partitions to the standby log end, re-checked live "
                 "(requested by stale_partition_sensor).",
 )

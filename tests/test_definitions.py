@@ -33,6 +33,9 @@ def test_the_sync_cycle_job_runs_snapshot_translations_commits_and_metrics_with_
     assert keys == {"offset_snapshot", "offset_translations", "offset_standby_commits", "offset_sync_metrics"}
     checks = defs.resolve_assets_def("offset_standby_commits").check_keys
     assert {check.name for check in checks} == {"no_loss", "sync_freshness"}
+    for asset, check in (("offset_snapshot", "clusters_readable"), ("offset_translations", "translation_engine_available"),
+                         ("offset_sync_metrics", "metrics_written")):
+        assert {c.name for c in defs.resolve_assets_def(asset).check_keys} == {check}
 
 
 def test_the_fast_forward_job_is_apart_from_the_cycle_and_shares_its_concurrency_tag():
@@ -44,6 +47,18 @@ def test_the_fast_forward_job_is_apart_from_the_cycle_and_shares_its_concurrency
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING and sensor.job_name == "offset_fast_forward"
     groups = {(g.source, g.target, g.stored_on, g.group_id) for g in defs.resources["mirrors"].position_groups}
     assert ("idc1", "idc2", "idc2", "offset-pipeline-mirror.idc1-to-idc2") in groups
+
+
+def test_a_run_whose_worker_died_is_ended_by_dagsters_run_monitoring(tmp_path):
+    """The instance bin/up makes (deploy/dagster.yaml) monitors runs, and the sync and fast-forward
+    runs carry a max runtime: a killed run worker cannot hold the sync sensor for ever."""
+    (tmp_path / "dagster.yaml").write_text((REPO_ROOT / "deploy" / "dagster.yaml").read_text())
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        assert instance.run_monitoring_enabled
+        assert instance.run_monitoring_start_timeout_seconds == 180
+    for name in ("offset_sync_cycle", "offset_fast_forward"):
+        assert int(defs.resolve_job_def(name).tags["dagster/max_runtime"]) == 300
+    assert "dagster/max_runtime" not in defs.resolve_job_def("offset_failover_audit_job").tags  # a day's audit may take long
 
 
 def _validate_cli(env_overrides: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
