@@ -18,7 +18,7 @@ from offset_pipeline.jobs import (
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.sensors import all_sensors
 from offset_pipeline.resources.mirrors import MirrorPositionGroup, MirrorsResource
-from offset_pipeline.settings import KafkaSettings, Settings, mirror_position_groups, read_settings
+from offset_pipeline.settings import KafkaSettings, Settings, kafka_timeout_s, mirror_position_groups, read_settings
 
 
 def _secret(env_var: str | None) -> dg.EnvVar | None:
@@ -35,6 +35,9 @@ def _kafka(settings: KafkaSettings) -> KafkaClusterResource:
         sasl_mechanism=settings.sasl_mechanism,
         sasl_username=settings.sasl_username,
         sasl_password=_secret(settings.sasl_password_env),
+        # librdkafka's own request and socket bounds follow OFFSET_PIPELINE_KAFKA_TIMEOUT_S
+        request_timeout_ms=int(kafka_timeout_s() * 1000),
+        socket_timeout_ms=int(kafka_timeout_s() * 1000),
     )
 
 

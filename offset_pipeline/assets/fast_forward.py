@@ -28,7 +28,7 @@ from offset_pipeline.fast_forward_step import FastForwardRequest, fast_forward_g
 from offset_pipeline.monitoring.metric_rules import CycleFacts, metric_rows
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.mirrors import MirrorsResource
-from offset_pipeline.settings import dry_run_default, stale_window_s
+from offset_pipeline.settings import dry_run_default, kafka_timeout_s, stale_window_s
 from offset_pipeline.storage import fast_forwards, metrics
 from offset_pipeline.translation.translate import quote_log_text
 
@@ -52,7 +52,7 @@ class FastForwardConfig(dg.Config):
     marker_slack: int = Field(default=1, ge=0, le=10)
     # Default from OFFSET_PIPELINE_DRY_RUN, as the sync cycle's commit step.
     dry_run: bool = Field(default_factory=dry_run_default)
-    kafka_timeout_s: float = Field(default=10.0, gt=0)
+    kafka_timeout_s: float = Field(default_factory=kafka_timeout_s, gt=0)  # OFFSET_PIPELINE_KAFKA_TIMEOUT_S
     lagging_after_s: float = Field(default=120.0, gt=0)  # for the monitoring rows' status
 
 

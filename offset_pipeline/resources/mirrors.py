@@ -25,8 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import dagster as dg
+from pydantic import Field
 
 from offset_pipeline.kafka_reads.mirror_positions import read_mirror_positions
+from offset_pipeline.settings import kafka_timeout_s
 
 
 class MirrorPositionGroup(dg.Config):
@@ -42,7 +44,7 @@ class MirrorsResource(dg.ConfigurableResource):
     """The position groups of the data mirrors, one per direction."""
 
     position_groups: list[MirrorPositionGroup] = []
-    timeout_s: float = 15.0
+    timeout_s: float = Field(default_factory=kafka_timeout_s, gt=0)  # OFFSET_PIPELINE_KAFKA_TIMEOUT_S
 
     def group_for(self, source: str, target: str) -> MirrorPositionGroup | None:
         return next((g for g in self.position_groups if (g.source, g.target) == (source, target)), None)

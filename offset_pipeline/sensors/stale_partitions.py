@@ -38,7 +38,7 @@ from offset_pipeline.jobs import SYNC_CONCURRENCY_TAG, offset_fast_forward_job
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.mirrors import MirrorsResource
 from offset_pipeline.sensors.sync_cadence import IN_FLIGHT, sync_interval_s
-from offset_pipeline.settings import stale_window_s
+from offset_pipeline.settings import kafka_timeout_s, stale_window_s
 from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges
 from offset_pipeline.stale_candidates import LogEnds, Rejection, StaleVerdict, classify, skip_reason
 from offset_pipeline.storage import snapshots
@@ -59,7 +59,8 @@ def _live_ends(clusters, partitions_by_cluster, log) -> dict:
     out = {}
     for cluster, partitions in partitions_by_cluster.items():
         try:
-            for r in read_partition_ranges(clusters[cluster].admin(), cluster, sorted(partitions)):
+            for r in read_partition_ranges(clusters[cluster].admin(), cluster, sorted(partitions),
+                                           timeout_s=kafka_timeout_s()):
                 out[(cluster, r.topic, r.partition)] = r.log_end
         except Exception as exc:  # noqa: BLE001 - those partitions keep the snapshots' view
             log.warning(f"reading the log ends on {cluster} failed: {type(exc).__name__}: {exc}")
