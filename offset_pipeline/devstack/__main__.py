@@ -1,4 +1,4 @@
-"""``python -m offset_pipeline.devstack {fetch,up,watch,down,status,clean,shapes,spark-url}`` — the local stack's commands."""
+"""``python -m offset_pipeline.devstack {fetch,up,watch,down,status,clean,shapes,spark-url,instance-config}`` — the local stack's commands."""
 
 from __future__ import annotations
 
@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("clean", help="stop everything and delete cluster data and logs (keeps the jar cache)")
     sub.add_parser("shapes", help="print OFFSET_PIPELINE_TOPIC_SHAPES for the traffic plan's topics")
     sub.add_parser("spark-url", help="print the local Spark Connect server's URL (OFFSET_PIPELINE_SPARK_CONNECT_URL)")
+    instance = sub.add_parser("instance-config", help="write DAGSTER_HOME/dagster.yaml from deploy/dagster.yaml, "
+                                                      "or add the blocks an existing one lacks")
+    instance.add_argument("dagster_home")
     args = parser.parse_args(argv)
 
     settings = StackSettings.from_env()
@@ -56,6 +59,14 @@ def main(argv: list[str] | None = None) -> int:
             stack.clean()
         elif args.command == "shapes":
             print(plan_topic_shapes())
+        elif args.command == "instance-config":
+            from pathlib import Path
+
+            from offset_pipeline.devstack.instance_config import ensure_instance_config
+
+            added = ensure_instance_config(Path(args.dagster_home))
+            if added:
+                print(f"{args.dagster_home}/dagster.yaml: added {', '.join(added)}")
         elif args.command == "spark-url":
             print(stack.spark_connect.url)
     except DevStackError as exc:
