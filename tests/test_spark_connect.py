@@ -177,3 +177,40 @@ def test_a_stopped_shared_session_is_created_again_by_the_next_run(spark_connect
         out = subprocess.run([sys.executable, "-c", _STOP_AFTER_USE, spark_connect_server.url, action],
                              capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr[-2000:]
+
+
+_RUN_JOB = """
+import sys
+from offset_pipeline.resources.spark import SparkResource, SparkUnavailable
+
+spark = SparkResource(connect_url=sys.argv[1], connect_timeout_s=3.0, job_timeout_s=60.0)
+try:
+    print("count", spark.run_job(lambda session: session.range(5).count(), what="a count"))
+except SparkUnavailable as exc:
+    print("unavailable", exc)
+"""
+
+
+def test_a_killed_spark_connect_server_is_spark_unavailable_until_it_returns(tmp_path):
+    # Each Dagster run is a fresh process: a down server must cost it a named failure within the
+    # connect bound (Spark Connect's own client retries a refused server for minutes), and the
+    # first run after the server is back must work with nothing done by hand.
+    server = SparkConnectServer(free_port(), tmp_path / "own-spark-connect", driver_memory="1g")
+
+    def run() -> str:
+        out = subprocess.run([sys.executable, "-c", _RUN_JOB, server.url], capture_output=True, text=True, timeout=180)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.strip().splitlines()[-1]
+
+    server.start()
+    try:
+        assert run() == "count 5"
+        pid = server.pid()
+        os.kill(pid, 9)
+        wait_for(lambda: not server.listening(), timeout=30, what="the server gone")
+        down = run()  # bounded by run()'s own 180 s: Spark Connect's client alone retries longer
+        assert down.startswith("unavailable Spark Connect server 127.0.0.1:") and "did not accept" in down, down
+        server.start()  # what bin/stack up or watch does
+        assert run() == "count 5"
+    finally:
+        server.stop()
