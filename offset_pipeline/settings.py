@@ -188,16 +188,7 @@ def mirror_position_groups(env: Mapping[str, str] | None = None) -> list[dict[st
 def stale_window_s(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_STALE_WINDOW_S``: how long both log ends must not move before a partition is
     fast-forwarded (DESIGN.md §4.3; default 600). Must be positive."""
-    text = _get(os.environ if env is None else env, "OFFSET_PIPELINE_STALE_WINDOW_S")
-    if text is None:
-        return 600.0
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ValueError(f"OFFSET_PIPELINE_STALE_WINDOW_S={text!r}: expected a positive number of seconds")
-    return value
+    return _positive(env, "OFFSET_PIPELINE_STALE_WINDOW_S", 600.0)
 
 
 def audit_start_date(env: Mapping[str, str] | None = None) -> str:
