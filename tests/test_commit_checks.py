@@ -138,8 +138,10 @@ def test_previous_committed_offsets_are_the_groups_own_previous_snapshot(chdb_ds
     client = ClickHouseResource(dsn=chdb_dsn).get_client()
     snapshots.ensure_table(client)
 
+    t0 = int(time.time()) * 1000  # recent: rows older than the table's TTL may be expired at any merge
+
     def snap(sid, ms, cluster, group, offset):
-        return SnapshotRow(sid, ms, cluster, group, "STABLE", 1, "t", 0, offset, True, 0, 20, 20)
+        return SnapshotRow(sid, t0 + ms, cluster, group, "STABLE", 1, "t", 0, offset, True, 0, 20, 20)
 
     late = "late 'joiner'"
     snapshots.insert_rows(client, [

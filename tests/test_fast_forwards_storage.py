@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import dataclasses
 
 from offset_pipeline.resources import ClickHouseResource
@@ -10,7 +11,8 @@ from offset_pipeline.translation import CaughtUpPoint
 
 G = "g 'quoted' \\ ü"
 BASE = ff.FastForwardRow(
-    run_id="r1", checked_at_ms=1_795_000_000_000, group_id=G, topic="low", partition=0, active="idc1",
+    run_id="r1", checked_at_ms=int(time.time()) * 1000 - 3_600_000,  # recent: within the TTL
+    group_id=G, topic="low", partition=0, active="idc1",
     standby="idc2", outcome=ff.FAST_FORWARDED, rejection="", decision="commit", reason="caught up",
     committed=50, expected_active_end=50, expected_standby_end=45, active_log_end=50, standby_log_end=45,
     standby_mirror_position=45, active_mirror_position=50, stable_for_s=700.0, previous_offset=40, new_offset=45,

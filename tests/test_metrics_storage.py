@@ -3,6 +3,7 @@ and views, TTLs, and the rollup filled by the materialized view."""
 
 from __future__ import annotations
 
+import time
 from offset_pipeline.monitoring.metric_rules import MetricRow
 from offset_pipeline.resources import ClickHouseResource
 from offset_pipeline.storage import metrics
@@ -23,7 +24,8 @@ def test_tables_are_created_once_with_ttls_and_the_view_fills_the_rollup(chdb_ds
     for table in (metrics.TABLE, metrics.ROLLUP):
         ddl = client.query(f"SHOW CREATE TABLE {table}").result_rows[0][0]
         assert "TTL" in ddl, table
-    minute = 1_767_225_600_000  # 2026-01-01 00:00 UTC
+    # a whole minute ten minutes ago: rows older than the tables' TTL (storage/retention.py) expire
+    minute = (int(time.time()) // 60 - 10) * 60_000
     g = "g 'quoted' \\ ü"
     metrics.insert_rows(client, [row(minute, g, 5), row(minute + 30_000, g, -5, sync_status="InSync", exact=True),
                                  row(minute + 60_000, g, 7, mirror_stalled=True)])
@@ -52,5 +54,5 @@ def test_an_older_table_and_view_are_migrated(chdb_dsn):
         "SELECT name FROM system.tables WHERE startsWith(name, {p:String})",
         parameters={"p": metrics.ROLLUP_VIEW_PREFIX}).result_rows}
     assert views == {metrics.ROLLUP_VIEW}  # the old view is gone: rows are not rolled up twice
-    metrics.insert_rows(client, [row(1_767_225_600_000, "g", 3, mirror_stalled=True)])
+    metrics.insert_rows(client, [row(int(time.time()) * 1000, "g", 3, mirror_stalled=True)])
     assert client.query(f"SELECT sum(rows), sum(mirror_stalled_rows) FROM {metrics.ROLLUP}").result_rows == [(1, 1)]

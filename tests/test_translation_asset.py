@@ -306,7 +306,7 @@ def test_ensure_tables_adds_safe_bound_to_a_table_from_before_it(chdb_dsn):
     ensure_tables(client)
     ensure_tables(client)  # idempotent
     insert_translations(client, [{
-        "snapshot_id": "new", "cycle_time": 1000, "group_id": "g 'q'", "topic": "t", "partition": 0,
+        "snapshot_id": "new", "cycle_time": int(time.time() * 1000), "group_id": "g 'q'", "topic": "t", "partition": 0,
         "active": "idc1", "standby": "idc2", "committed": 5, "standby_committed": None, "strategy": "header_anchor",
         "standby_offset": 4, "status": "header_exact", "reason": "", "expected_duplicates": None,
         "timestamp_inversion": False, "anchor_active_offset": 5, "anchor_standby_offset": 4, "safe_bound": 4,
