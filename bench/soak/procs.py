@@ -1,0 +1,139 @@
+"""Processes by role, their RSS (from /proc: psutil is not in the venv), and bytes of folders.
+
+A role is a root pid and its descendants: a devstack part's pid file names its log wrapper, whose
+child is the part itself (a mirror, the Spark Connect JVM and its Python workers), so a role's RSS
+is its whole tree. Dagster's daemon tree is split by command line: the daemon, its code server
+(``api grpc``), and the run workers (``execute_run``), which come and go with each run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return None
+
+
+def cmdline(pid: int) -> str:
+    text = _read(f"/proc/{pid}/cmdline")
+    return text.replace("\0", " ").strip() if text else ""
+
+
+def rss_bytes(pid: int) -> int:
+    text = _read(f"/proc/{pid}/status")
+    if not text:
+        return 0
+    for line in text.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def children_map() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        stat = _read(f"/proc/{entry}/stat")
+        if not stat:
+            continue
+        # the command may hold spaces and parentheses: the fields after the last ')' are fixed
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 2 and fields[0] != "Z":
+            out.setdefault(int(fields[1]), []).append(int(entry))
+    return out
+
+
+def tree(pid: int, kids: dict[int, list[int]]) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, ()))
+    return out
+
+
+def alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    stat = _read(f"/proc/{pid}/stat")
+    return bool(stat) and stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def dagster_roles(prefix: str, root: int | None, kids: dict[int, list[int]]) -> dict[str, tuple[int, int]]:
+    """``{role: (segment pid, RSS)}`` for a dagster-daemon or webserver tree."""
+    if not alive(root):
+        return {}
+    roles: dict[str, tuple[int, int]] = {}
+    code_pid = code_rss = run_rss = 0
+    own = rss_bytes(root)
+    for pid in tree(root, kids)[1:]:
+        cmd = cmdline(pid)
+        if "execute_run" in cmd or "execute_step" in cmd:
+            run_rss += rss_bytes(pid)
+        elif "grpc" in cmd:
+            code_pid = code_pid or pid
+            code_rss += rss_bytes(pid)
+        else:
+            own += rss_bytes(pid)
+    roles[prefix] = (root, own)
+    if code_pid:
+        roles[f"{prefix}-code-server"] = (code_pid, code_rss)
+    if run_rss:
+        roles[f"{prefix}-run-workers"] = (0, run_rss)  # short-lived: no slope fitted
+    return roles
+
+
+def run_worker_pids(run_id: str) -> list[int]:
+    """Processes running ``dagster api execute_run`` for ``run_id`` (its id is in the serialized
+    arguments on the command line)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            cmd = cmdline(int(entry))
+            if "execute_run" in cmd and run_id in cmd:
+                out.append(int(entry))
+    return out
+
+
+def holders_of(path: Path) -> list[int]:
+    """Processes with a file open under ``path`` (the embedded ClickHouse engine's data folder)."""
+    prefix = str(path.resolve())
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{entry}/fd/{fd}").startswith(prefix):
+                    out.append(int(entry))
+                    break
+            except OSError:
+                continue
+    return out
+
+
+def du(path: Path) -> int:
+    """Bytes of the files under ``path`` (files vanishing meanwhile are skipped)."""
+    if not path.exists():
+        return 0
+    if path.is_file():
+        return path.stat().st_size
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
