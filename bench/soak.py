@@ -384,7 +384,7 @@ class Soak:
             "checker": {"unsafe": c.unsafe, "checks": c.checks, "distinct_group_partitions": len(c.distinct),
                         "records_judged": c.records, "rounds": c.rounds, "not_synced": c.not_synced,
                         "unidentified": c.unidentified, "read_errors": c.read_errors,
-                        "unsafe_examples": c.unsafe_examples},
+                        "unsafe_examples": c.unsafe_examples, "read_error_examples": c.read_error_examples},
             "rss": rss,
             "stores": stores,
         }

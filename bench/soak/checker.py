@@ -14,7 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from soak.rules import CheckerTotals, Rec, no_loss_verdict, rec_from_headers
@@ -35,11 +35,20 @@ class RangeReader:
         self.consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": f"soak-checker-{uuid.uuid4().hex}",
             "enable.auto.commit": False, "isolation.level": "read_committed",
-            "enable.partition.eof": True, "log_level": 3, "socket.timeout.ms": 10000,
+            "enable.partition.eof": True, "log_level": 0, "socket.timeout.ms": 10000,
+            "fetch.wait.max.ms": 50,  # ranges end near the log end: do not wait there for more data
         })
 
-    def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
-        return self.consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout_s)
+    def watermarks(self, topic: str, partition: int, attempts: int = 5) -> tuple[int, int]:
+        for attempt in range(attempts):
+            try:
+                return self.consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout_s)
+            except KafkaException as exc:
+                # a topic this client has no metadata for yet: known after the next refresh
+                if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION or attempt == attempts - 1:
+                    raise
+                time.sleep(0.5)
+        raise AssertionError("unreachable")
 
     def read(self, topic: str, partition: int, start: int, end: int) -> list[Rec]:
         if end <= start:
@@ -53,9 +62,12 @@ class RangeReader:
                 if msg is None:
                     continue
                 if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                    if (msg.error().code() == KafkaError._PARTITION_EOF and msg.topic() == topic
+                            and msg.partition() == partition):
                         break
                     continue
+                if msg.topic() != topic or msg.partition() != partition:
+                    continue  # fetched for the previous assignment before it was replaced
                 if msg.offset() >= end:
                     break
                 out.append(rec_from_headers(msg.offset(), msg.headers()))
@@ -76,7 +88,7 @@ class NoLossChecker:
                  partitions_per_round: int = 20, window: int = 300):
         self.bootstraps = bootstraps
         self.groups = groups
-        self.admins = {n: AdminClient({"bootstrap.servers": b, "log_level": 3}) for n, b in bootstraps.items()}
+        self.admins = {n: AdminClient({"bootstrap.servers": b, "log_level": 0}) for n, b in bootstraps.items()}
         self.readers = {n: RangeReader(b) for n, b in bootstraps.items()}
         tps = sorted({(t, p) for g in groups for t in g.topics for p in range(partitions)})
         random.Random(f"{seed}:soak-checker").shuffle(tps)
@@ -132,9 +144,10 @@ class NoLossChecker:
             for cluster in self.bootstraps:
                 ids = [g.group_id for g in groups if g.active == cluster]
                 c_of.update(self._group_offsets(cluster, ids))
-        except Exception:  # noqa: BLE001 - a cluster down: this round checks nothing
-            totals.read_errors += 1
+        except Exception as exc:  # noqa: BLE001 - a cluster down: this round checks nothing
+            self._read_error("committed offsets", exc)
             return
+        errors = 0
         for topic, p in picked:
             for g in groups:
                 if topic not in g.topics:
@@ -149,9 +162,16 @@ class NoLossChecker:
                     continue
                 try:
                     self._check_one(g.group_id, topic, p, active, standby, t, c)
-                except Exception:  # noqa: BLE001 - a read failed (fault window): counted, not judged;
-                    totals.read_errors += 1  # the rest of the round would wait on the same cluster
-                    return
+                except Exception as exc:  # noqa: BLE001 - a read failed (fault window): counted, not judged
+                    self._read_error(f"{g.group_id} {topic}[{p}] t={t} c={c}", exc)
+                    errors += 1
+                    if errors >= 3:
+                        return  # a cluster down: the rest of the round would wait on it too
+
+    def _read_error(self, what: str, exc: Exception) -> None:
+        self.totals.read_errors += 1
+        if len(self.totals.read_error_examples) < 10:
+            self.totals.read_error_examples.append(f"{time.strftime('%H:%M:%S')} {what}: {type(exc).__name__}: {exc}")
 
     def _check_one(self, group_id: str, topic: str, p: int, active: str, standby: str, t: int, c: int) -> None:
         s_low, _ = self.readers[standby].watermarks(topic, p)

@@ -122,6 +122,22 @@ def _commit_step_runs(instance) -> list:
     return out
 
 
+def run_worker_pids(instance, run_id: str) -> list[int]:
+    """The run worker's pid, from the run's own engine event ("Started process for run (pid: N)"),
+    if that process still runs a Python (a pid is never reused while its run is STARTED, but check)."""
+    from dagster._core.events import DagsterEventType
+
+    out = []
+    for event in instance.all_logs(run_id, of_type=DagsterEventType.ENGINE_EVENT):
+        data = event.dagster_event.event_specific_data if event.dagster_event else None
+        pid = getattr(data, "metadata", {}).get("pid") if data is not None else None
+        if pid is not None and "Started process for run" in (event.message or ""):
+            pid = int(pid.value)
+            if procs.alive(pid) and "python" in procs.cmdline(pid):
+                out.append(pid)
+    return out
+
+
 def run_worker_kill(ctx: FaultContext) -> dict:
     """Wait for a sync run inside its commit step, kill -9 its run worker, and end the window when
     Dagster has marked the run ended (the daemon's run monitoring) -- at most 10 minutes."""
@@ -131,7 +147,7 @@ def run_worker_kill(ctx: FaultContext) -> dict:
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         for run_id in _commit_step_runs(instance):
-            pids = procs.run_worker_pids(run_id)
+            pids = run_worker_pids(instance, run_id)
             if not pids:
                 continue
             start = time.time()

@@ -75,31 +75,21 @@ def dagster_roles(prefix: str, root: int | None, kids: dict[int, list[int]]) -> 
     own = rss_bytes(root)
     for pid in tree(root, kids)[1:]:
         cmd = cmdline(pid)
-        if "execute_run" in cmd or "execute_step" in cmd:
-            run_rss += rss_bytes(pid)
-        elif "grpc" in cmd:
+        if "multiprocessing.spawn" in cmd or "execute_run" in cmd:
+            run_rss += rss_bytes(pid)  # a run worker (the code server starts one per run)
+        elif "grpc" in cmd or "resource_tracker" in cmd:
             code_pid = code_pid or pid
             code_rss += rss_bytes(pid)
         else:
             own += rss_bytes(pid)
     roles[prefix] = (root, own)
     if code_pid:
-        roles[f"{prefix}-code-server"] = (code_pid, code_rss)
+        # The daemon replaces its code server every minute or so (Dagster's own reload), the old one
+        # ending on its heartbeat: one segment (pid 0) for all of them, fitted across replacements.
+        roles[f"{prefix}-code-server"] = (0, code_rss)
     if run_rss:
         roles[f"{prefix}-run-workers"] = (0, run_rss)  # short-lived: no slope fitted
     return roles
-
-
-def run_worker_pids(run_id: str) -> list[int]:
-    """Processes running ``dagster api execute_run`` for ``run_id`` (its id is in the serialized
-    arguments on the command line)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            cmd = cmdline(int(entry))
-            if "execute_run" in cmd and run_id in cmd:
-                out.append(int(entry))
-    return out
 
 
 def holders_of(path: Path) -> list[int]:
@@ -133,7 +123,7 @@ def du(path: Path) -> int:
     for root, _, files in os.walk(path):
         for name in files:
             try:
-                total += os.lstat(os.path.join(root, name)).st_size
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512  # on disk: Kafka preallocates its index files sparse
             except OSError:
                 pass
     return total

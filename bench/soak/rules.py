@@ -277,3 +277,4 @@ class CheckerTotals:
     read_errors: int = 0
     distinct: set = field(default_factory=set)
     unsafe_examples: list = field(default_factory=list)
+    read_error_examples: list = field(default_factory=list)
