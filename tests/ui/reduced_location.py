@@ -6,7 +6,7 @@ import dagster as dg
 from offset_pipeline.assets import all_assets
 from offset_pipeline.definitions import build_resources
 from offset_pipeline.jobs import offset_failover_audit_job, offset_failover_audit_schedule, offset_sync_job
-from offset_pipeline.sensors import offset_sync_sensor
+from offset_pipeline.sensors import all_sensors
 from offset_pipeline.settings import read_settings
 
 REMOVED = {"asset offset_fast_forwards", "check offset_fast_forwards:no_loss", "job offset_fast_forward",
@@ -16,6 +16,6 @@ defs = dg.Definitions(
     assets=[a for a in all_assets if dg.AssetKey("offset_fast_forwards") not in a.keys],
     jobs=[offset_sync_job, offset_failover_audit_job],
     schedules=[offset_failover_audit_schedule],
-    sensors=[offset_sync_sensor],
+    sensors=[s for s in all_sensors if s.name != "stale_partition_sensor"],  # every other sensor stays
     resources=build_resources(read_settings()),
 )
