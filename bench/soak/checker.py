@@ -88,8 +88,9 @@ class NoLossChecker:
                  partitions_per_round: int = 20, window: int = 300):
         self.bootstraps = bootstraps
         self.groups = groups
-        self.admins = {n: AdminClient({"bootstrap.servers": b, "log_level": 0}) for n, b in bootstraps.items()}
-        self.readers = {n: RangeReader(b) for n, b in bootstraps.items()}
+        self.admins: dict[str, AdminClient] = {}
+        self.readers: dict[str, RangeReader] = {}
+        self._new_clients()
         tps = sorted({(t, p) for g in groups for t in g.topics for p in range(partitions)})
         random.Random(f"{seed}:soak-checker").shuffle(tps)
         self.rotation = tps
@@ -168,7 +169,20 @@ class NoLossChecker:
                     if errors >= 3:
                         return  # a cluster down: the rest of the round would wait on it too
 
+    def _new_clients(self) -> None:
+        """Fresh clients. After a cluster was stopped and started again, a long-lived AdminClient
+        here kept timing out on list_consumer_group_offsets (a new one answered at once), so any
+        failed read replaces them."""
+        for reader in self.readers.values():
+            try:
+                reader.close()
+            except Exception:  # noqa: BLE001 - a client of a cluster that was down
+                pass
+        self.admins = {n: AdminClient({"bootstrap.servers": b, "log_level": 0}) for n, b in self.bootstraps.items()}
+        self.readers = {n: RangeReader(b) for n, b in self.bootstraps.items()}
+
     def _read_error(self, what: str, exc: Exception) -> None:
+        self._new_clients()
         self.totals.read_errors += 1
         if len(self.totals.read_error_examples) < 10:
             self.totals.read_error_examples.append(f"{time.strftime('%H:%M:%S')} {what}: {type(exc).__name__}: {exc}")
