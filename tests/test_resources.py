@@ -291,3 +291,18 @@ def test_opening_waits_while_another_process_holds_the_engine(tmp_path):
     finally:
         holder.wait(timeout=30)
         close_embedded_clients()
+
+
+def test_run_bounded_returns_raises_and_gives_up_at_its_bound():
+    import threading
+
+    from offset_pipeline.resources.spark import SparkUnavailable, run_bounded
+
+    assert run_bounded(lambda: 42, 5.0, "a quick job") == 42
+    with pytest.raises(SparkUnavailable, match=r"a failing job failed: ValueError: bad input"):
+        run_bounded(lambda: (_ for _ in ()).throw(ValueError("bad input\nmore lines")), 5.0, "a failing job")
+    release, interrupted = threading.Event(), threading.Event()
+    with pytest.raises(SparkUnavailable, match=r"a stuck job did not finish within 0.5s"):
+        run_bounded(lambda: release.wait(30), 0.5, "a stuck job", on_timeout=interrupted.set)
+    assert interrupted.wait(5)  # the job was asked to stop
+    release.set()

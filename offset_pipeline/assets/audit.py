@@ -25,6 +25,7 @@ from pydantic import Field
 from offset_pipeline.audit.failover_cost import Shape
 from offset_pipeline.audit.spark_audit import RESULT_COLUMNS, audit_moments_df, moments_dataframe
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource, close_embedded_clients
+from offset_pipeline.resources.spark import SparkUnavailable
 from offset_pipeline.settings import audit_start_date, mirror_exactly_once, topic_shapes
 from offset_pipeline.storage import audits, snapshots, translations
 
@@ -42,6 +43,9 @@ class AuditConfig(dg.Config):
     # topic -> "two_way" | "one_way:<producing cluster>" (as the translation's; default from the environment)
     topic_shapes: dict[str, str] = Field(default_factory=topic_shapes)
     kafka_timeout_s: float = Field(default=30.0, gt=0)
+    # The whole Spark job of the run (a day at 1,000 group-partitions takes minutes: bench/audit_benchmark.py);
+    # past it the job is interrupted and the run fails, naming the bound.
+    spark_timeout_s: float = Field(default=3600.0, gt=0)
 
 
 _MOMENTS_QUERY = (
@@ -126,11 +130,18 @@ def offset_failover_audit(
     spark_s = 0.0
     if moments:
         spark_started = time.monotonic()
-        session = spark.spark_session
         confs = {r.cluster_name: r.client_config() for r in (idc1, idc2)}
-        out = audit_moments_df(session, moments_dataframe(session, moments), confs,
-                               exactly_once_mirror=config.exactly_once_mirror, timeout_s=config.kafka_timeout_s)
-        results = [{c: row[c] for c in RESULT_COLUMNS} for row in (r.asDict() for r in out.collect())]
+
+        def job(session):
+            out = audit_moments_df(session, moments_dataframe(session, moments), confs,
+                                   exactly_once_mirror=config.exactly_once_mirror, timeout_s=config.kafka_timeout_s)
+            return [{c: row[c] for c in RESULT_COLUMNS} for row in (r.asDict() for r in out.collect())]
+
+        try:
+            results = spark.run_job(job, what=f"auditing {len(moments)} moments", timeout_s=config.spark_timeout_s)
+        except SparkUnavailable as exc:
+            # An audit is a backfill, not the 30-second path: the run fails, saying why, and is run again.
+            raise dg.Failure(description=f"the audit's Spark job did not complete: {exc}") from exc
         spark_s = time.monotonic() - spark_started
     now_ms = int(time.time() * 1000)
     client = clickhouse.get_client()

@@ -214,13 +214,15 @@ class SparkResource(LazyPySparkResource):
     def conf(self) -> dict[str, str]:
         return spark_conf(self.master, self.connect_url, self.spark_config)
 
-    def run_job(self, job: Callable[[SparkSession], T], what: str = "the Spark job") -> T:
-        """``job(session)`` within ``job_timeout_s``, session creation included; a Connect server is
-        probed first (``connect_timeout_s``). Any failure raises :class:`SparkUnavailable`; past the
-        bound the session's jobs are interrupted."""
+    def run_job(self, job: Callable[[SparkSession], T], what: str = "the Spark job",
+                timeout_s: float | None = None) -> T:
+        """``job(session)`` within ``timeout_s`` (default ``job_timeout_s``), session creation
+        included; a Connect server is probed first (``connect_timeout_s``). Any failure raises
+        :class:`SparkUnavailable`; past the bound the session's jobs are interrupted."""
         if self.connect_url:
             probe_connect_server(self.connect_url, self.connect_timeout_s)
-        return run_bounded(lambda: job(self.spark_session), self.job_timeout_s, what, on_timeout=self._interrupt)
+        bound = self.job_timeout_s if timeout_s is None else timeout_s
+        return run_bounded(lambda: job(self.spark_session), bound, what, on_timeout=self._interrupt)
 
     def _interrupt(self) -> None:
         session = self._spark_session
