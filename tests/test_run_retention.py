@@ -16,6 +16,7 @@ import yaml
 from offset_pipeline.devstack.paths import REPO_ROOT
 from offset_pipeline.run_retention import (
     AUDIT_JOB,
+    delete_run_completely,
     DAY_S,
     RunFacts,
     RunRetention,
@@ -210,3 +211,21 @@ def test_the_instance_purges_sensor_and_schedule_ticks(tmp_path):
     assert sensor[TickStatus.SKIPPED] == 1 and sensor[TickStatus.SUCCESS] == 2 and sensor[TickStatus.FAILURE] == 14
     assert all(0 < days <= 90 for days in schedule.values())
     assert os.path.exists(tmp_path / "dagster.yaml")
+
+
+@dg.asset(check_specs=[dg.AssetCheckSpec("always_fine", asset="checked")])
+def checked() -> dg.MaterializeResult:
+    return dg.MaterializeResult(check_results=[dg.AssetCheckResult(check_name="always_fine", passed=True)])
+
+
+def test_a_deleted_runs_asset_check_executions_go_with_it(instance):
+    # Dagster's delete_run leaves them in the index: five per sync run, ~28 MB a day if nothing did.
+    key = dg.AssetCheckKey(dg.AssetKey("checked"), "always_fine")
+    old, new = (dg.materialize([checked], instance=instance).run_id for _ in range(2))
+
+    def executions() -> list[str]:
+        return [e.run_id for e in instance.event_log_storage.get_asset_check_execution_history(key, limit=10)]
+
+    assert sorted(executions()) == sorted([old, new])
+    delete_run_completely(instance, old)
+    assert executions() == [new]
