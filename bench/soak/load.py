@@ -68,7 +68,7 @@ class CommittingGroups:
                 "enable.auto.commit": False, "auto.offset.reset": "latest",
                 "session.timeout.ms": 45000, "max.poll.interval.ms": 600_000, "log_level": 3,
                 # a member never reads records: keep its prefetch queue tiny should it ever fetch
-                "queued.max.messages.kbytes": 64, "fetch.max.bytes": 65536,
+                "queued.max.messages.kbytes": 64,
             })
 
             def on_assign(consumer, partitions, group_id=spec.group_id):
