@@ -105,8 +105,11 @@ class KafkaPair:
                 # A session mirror may have created it first, from the other side.
                 if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                     raise
-                existing = admin.list_topics(name, timeout=10).topics[name]
-                assert len(existing.partitions) == partitions, f"{name} exists with other partitions"
+                # Just created by the mirror: its metadata may not list the partitions yet (seen on a
+                # loaded machine), so wait for them before comparing.
+                existing = wait_for(lambda: admin.list_topics(name, timeout=10).topics[name].partitions, timeout=30,
+                                    what=f"{name}'s partitions in the metadata of {cluster}")
+                assert len(existing) == partitions, f"{name} exists with other partitions"
         return name
 
 
