@@ -172,6 +172,9 @@ class Soak:
         if args.sync_interval_s:
             env["OFFSET_PIPELINE_SYNC_INTERVAL_S"] = str(args.sync_interval_s)
         os.environ["DAGSTER_HOME"] = str(home)
+        # The instance's SQLite schema is made here, before the daemon starts: made by both at once,
+        # the daemon died at start on "table runs already exists".
+        self.instance().get_run_records(limit=1)
         self.dagster = DagsterProcesses(REPO_ROOT, env, run_dir, free_port() if args.webserver else None)
         self.dagster.start_daemon()
         web = self.dagster.start_webserver()
@@ -207,7 +210,22 @@ class Soak:
 
     # -- sampling -------------------------------------------------------------------------------
 
+    def _watch_daemon(self) -> None:
+        """A daemon that ended outside the daemon_restart fault is an unplanned failure: said,
+        recorded as a window, and started again (as an operator's supervisor would)."""
+        in_restart = self.windows and self.windows[-1]["name"] == "daemon_restart" and self.windows[-1]["end"] is None
+        proc = self.dagster.daemon
+        if proc is None or proc.poll() is None or in_restart:
+            return
+        began = time.time()
+        say(f"dagster-daemon ended on its own (exit code {proc.returncode}); see {self.base}/run/dagster-daemon.log; "
+            "starting it again")
+        pid = self.dagster.start_daemon()
+        self.windows.append({"name": "daemon_died", "start": began, "end": time.time(),
+                             "what": f"dagster-daemon exited with {proc.returncode} (not injected); started again as {pid}"})
+
     def sample(self) -> None:
+        self._watch_daemon()
         now = time.time()
         kids = procs.children_map()
         roles: dict[str, tuple[int, int]] = {}

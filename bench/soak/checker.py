@@ -14,8 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from soak.rules import CheckerTotals, Rec, no_loss_verdict, rec_from_headers
 
@@ -88,7 +87,7 @@ class NoLossChecker:
                  partitions_per_round: int = 20, window: int = 300):
         self.bootstraps = bootstraps
         self.groups = groups
-        self.admins: dict[str, AdminClient] = {}
+        self.partitions = partitions
         self.readers: dict[str, RangeReader] = {}
         self._new_clients()
         tps = sorted({(t, p) for g in groups for t in g.topics for p in range(partitions)})
@@ -100,14 +99,22 @@ class NoLossChecker:
         self.totals = CheckerTotals()
 
     def _group_offsets(self, cluster: str, group_ids: list[str]) -> dict[str, dict[tuple[str, int], int]]:
-        admin = self.admins[cluster]
-        futures = {g: admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)], request_timeout=10)
-                   for g in group_ids}
+        """Committed offsets of each group, one at a time, by a consumer carrying the group's id that
+        never subscribes (an OffsetFetch: it never joins, so the group gets no member). Not the
+        admin API: 50 concurrent list_consumer_group_offsets calls, mostly for standby groups not
+        yet created, crashed this process in librdkafka (``rd_kafka_enq_once_del_source_return:
+        Assertion `eonce->refcnt > 0' failed``)."""
+        by_id = {g.group_id: g for g in self.groups}
         out = {}
-        for g, fmap in futures.items():
-            result = list(fmap.values())[0].result(timeout=15)
-            out[g] = {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions
-                      if tp.offset is not None and tp.offset >= 0}
+        for group_id in group_ids:
+            wanted = [TopicPartition(t, p) for t in by_id[group_id].topics for p in range(self.partitions)]
+            consumer = Consumer({"bootstrap.servers": self.bootstraps[cluster], "group.id": group_id,
+                                 "enable.auto.commit": False, "log_level": 0, "socket.timeout.ms": 10000})
+            try:
+                got = consumer.committed(wanted, timeout=10)
+            finally:
+                consumer.close()
+            out[group_id] = {(tp.topic, tp.partition): tp.offset for tp in got if tp.offset is not None and tp.offset >= 0}
         return out
 
     def _last_copy_below(self, cluster: str, topic: str, p: int, c: int, origin: str,
@@ -170,15 +177,13 @@ class NoLossChecker:
                         return  # a cluster down: the rest of the round would wait on it too
 
     def _new_clients(self) -> None:
-        """Fresh clients. After a cluster was stopped and started again, a long-lived AdminClient
-        here kept timing out on list_consumer_group_offsets (a new one answered at once), so any
-        failed read replaces them."""
+        """Fresh readers. After a cluster was stopped and started again, a long-lived client here kept
+        timing out (a new one answered at once), so any failed read replaces them."""
         for reader in self.readers.values():
             try:
                 reader.close()
             except Exception:  # noqa: BLE001 - a client of a cluster that was down
                 pass
-        self.admins = {n: AdminClient({"bootstrap.servers": b, "log_level": 0}) for n, b in self.bootstraps.items()}
         self.readers = {n: RangeReader(b) for n, b in self.bootstraps.items()}
 
     def _read_error(self, what: str, exc: Exception) -> None:
