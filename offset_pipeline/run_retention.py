@@ -33,6 +33,8 @@ from datetime import datetime, timezone
 
 import dagster as dg
 
+from offset_pipeline.settings import positive_number
+
 AUDIT_JOB = "offset_failover_audit_job"
 DAY_S = 86_400.0
 
@@ -55,27 +57,14 @@ class RunRetention:
     max_seconds_per_tick: float = 30.0
 
 
-def _number(env: Mapping[str, str], name: str, default: float, kind=float, minimum: float = 0.0):
-    raw = (env.get(name) or "").strip()
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r}: expected a {'whole ' if kind is int else ''}number") from None
-    if value <= minimum:
-        raise ValueError(f"{name}={raw!r}: must be above {minimum:g}")
-    return value
-
-
 def run_retention(env: Mapping[str, str] | None = None) -> RunRetention:
     env = os.environ if env is None else env
     return RunRetention(
-        success_days=_number(env, SUCCESS_DAYS_ENV, 1.0),
-        failure_days=_number(env, FAILURE_DAYS_ENV, 14.0),
-        audit_days=_number(env, AUDIT_DAYS_ENV, 400.0),
-        max_runs_per_tick=_number(env, MAX_RUNS_ENV, 500, int),
-        max_seconds_per_tick=_number(env, MAX_SECONDS_ENV, 30.0),
+        success_days=positive_number(env, SUCCESS_DAYS_ENV, 1.0, unit="days"),
+        failure_days=positive_number(env, FAILURE_DAYS_ENV, 14.0, unit="days"),
+        audit_days=positive_number(env, AUDIT_DAYS_ENV, 400.0, unit="days"),
+        max_runs_per_tick=positive_number(env, MAX_RUNS_ENV, 500, unit="runs", whole=True),
+        max_seconds_per_tick=positive_number(env, MAX_SECONDS_ENV, 30.0),
     )
 
 

@@ -188,7 +188,7 @@ def mirror_position_groups(env: Mapping[str, str] | None = None) -> list[dict[st
 def stale_window_s(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_STALE_WINDOW_S``: how long both log ends must not move before a partition is
     fast-forwarded (DESIGN.md §4.3; default 600). Must be positive."""
-    return _positive(env, "OFFSET_PIPELINE_STALE_WINDOW_S", 600.0)
+    return positive_number(env, "OFFSET_PIPELINE_STALE_WINDOW_S", 600.0)
 
 
 def audit_start_date(env: Mapping[str, str] | None = None) -> str:
@@ -218,18 +218,18 @@ def mirror_exactly_once(env: Mapping[str, str] | None = None) -> bool:
     return _flag(env, "OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE")
 
 
-def _positive(env: Mapping[str, str] | None, name: str, default: float, unit: str = "seconds") -> float:
-    """A positive number (of ``unit``) from ``name`` (unset or empty: ``default``); anything else
-    fails at load time with the value named."""
+def positive_number(env: Mapping[str, str] | None, name: str, default, unit: str = "seconds", whole: bool = False):
+    """A positive number (of ``unit``; an int with ``whole``) from ``name`` (unset or empty:
+    ``default``); anything else fails at load time with the value named."""
     text = _get(os.environ if env is None else env, name)
     if text is None:
         return default
     try:
-        value = float(text)
+        value = int(text) if whole else float(text)
     except ValueError:
-        value = -1.0
+        value = -1
     if not value > 0:
-        raise ValueError(f"{name}={text!r}: expected a positive number of {unit}")
+        raise ValueError(f"{name}={text!r}: expected a positive {'whole ' if whole else ''}number of {unit}")
     return value
 
 
@@ -237,26 +237,26 @@ def kafka_timeout_s(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_KAFKA_TIMEOUT_S`` (default 10): the bound of every Kafka wait of a cycle
     (admin requests, reads, commits), per cluster. A cluster that does not answer within it is
     ``cluster_unavailable`` for this cycle; the next cycle tries again."""
-    return _positive(env, "OFFSET_PIPELINE_KAFKA_TIMEOUT_S", 10.0)
+    return positive_number(env, "OFFSET_PIPELINE_KAFKA_TIMEOUT_S", 10.0)
 
 
 def clickhouse_timeout_s(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_CLICKHOUSE_TIMEOUT_S`` (default 30): connect and query bound of every
     ClickHouse call (a server's HTTP timeouts; the embedded engine's wait for its data path)."""
-    return _positive(env, "OFFSET_PIPELINE_CLICKHOUSE_TIMEOUT_S", 30.0)
+    return positive_number(env, "OFFSET_PIPELINE_CLICKHOUSE_TIMEOUT_S", 30.0)
 
 
 def spark_timeout_s(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_SPARK_TIMEOUT_S`` (default 120): how long the translation's Spark job may
     take (a Spark Connect server must answer its first call within ``spark_connect_timeout_s``);
     past it the job is interrupted and its group-partitions get ``spark_unavailable``."""
-    return _positive(env, "OFFSET_PIPELINE_SPARK_TIMEOUT_S", 120.0)
+    return positive_number(env, "OFFSET_PIPELINE_SPARK_TIMEOUT_S", 120.0)
 
 
 def spark_connect_timeout_s(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_SPARK_CONNECT_TIMEOUT_S`` (default 10): how long a Spark Connect server
     may take to accept a connection before the cycle calls Spark unavailable."""
-    return _positive(env, "OFFSET_PIPELINE_SPARK_CONNECT_TIMEOUT_S", 10.0)
+    return positive_number(env, "OFFSET_PIPELINE_SPARK_CONNECT_TIMEOUT_S", 10.0)
 
 
 def clickhouse_spool_dir(env: Mapping[str, str] | None = None, default: bool = False) -> str | None:
@@ -273,4 +273,4 @@ def clickhouse_spool_dir(env: Mapping[str, str] | None = None, default: bool = F
 def clickhouse_spool_max_mb(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_CLICKHOUSE_SPOOL_MAX_MB`` (default 512): past it the oldest waiting inserts
     are dropped, and counted."""
-    return _positive(env, "OFFSET_PIPELINE_CLICKHOUSE_SPOOL_MAX_MB", 512.0, unit="megabytes")
+    return positive_number(env, "OFFSET_PIPELINE_CLICKHOUSE_SPOOL_MAX_MB", 512.0, unit="megabytes")

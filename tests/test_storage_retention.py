@@ -310,8 +310,8 @@ def test_retention_settings(env, expected):
     ({retention.HISTORY_TTL_ENV: "10"}, "OFFSET_PIPELINE_CLICKHOUSE_TTL_DAYS=10 is shorter than the audit horizon"),
     ({retention.AUDIT_HORIZON_ENV: "60"}, "OFFSET_PIPELINE_CLICKHOUSE_TTL_DAYS=35 is shorter than the audit horizon"),
     ({retention.ROLLUP_TTL_ENV: "30"}, "OFFSET_PIPELINE_METRICS_ROLLUP_TTL_DAYS=30 is shorter than"),
-    ({retention.HISTORY_TTL_ENV: "a month"}, "expected a whole number of days"),
-    ({retention.AUDIT_HORIZON_ENV: "0"}, "must be at least 1 day"),
+    ({retention.HISTORY_TTL_ENV: "a month"}, "expected a positive whole number of days"),
+    ({retention.AUDIT_HORIZON_ENV: "0"}, "expected a positive whole number of days"),
 ])
 def test_bad_retention_settings_are_refused(env, message):
     with pytest.raises(ValueError, match=message):

@@ -33,6 +33,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from offset_pipeline.settings import positive_number
+
 AUDIT_HORIZON_ENV = "OFFSET_PIPELINE_AUDIT_HORIZON_DAYS"
 HISTORY_TTL_ENV = "OFFSET_PIPELINE_CLICKHOUSE_TTL_DAYS"
 ROLLUP_TTL_ENV = "OFFSET_PIPELINE_METRICS_ROLLUP_TTL_DAYS"
@@ -50,16 +52,7 @@ class ClickHouseRetention:
 
 
 def _days(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = (env.get(name) or "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r}: expected a whole number of days") from None
-    if value < 1:
-        raise ValueError(f"{name}={raw!r}: must be at least 1 day")
-    return value
+    return positive_number(env, name, default, unit="days", whole=True)
 
 
 def clickhouse_retention(env: Mapping[str, str] | None = None) -> ClickHouseRetention:
