@@ -9,15 +9,26 @@ its storage and an entry in the run view). At 10,000 group-partitions the per-de
 20,000 per cycle and ~10 s of a 25 s cycle (bench/cycle_benchmark.py, "no INFO logs" rows). The
 assets log one summary event per step instead; every decision is also stored in ClickHouse
 (``offset_translations``, ``offset_commits``) with its status and reason.
+
+Routine decisions (a translated offset without a warning, a commit forward or an unchanged standby:
+nearly every line of a healthy cycle) are logged at DEBUG, the rest at INFO. At 10,000
+group-partitions the routine lines were ~3.8 MB of compute log per 30-s cycle, 11 GB a day in
+``DAGSTER_HOME`` (bench/soak.py), so by default only the INFO ones are written, as MirrorMaker 2's
+``OffsetSyncStore`` keeps its per-offset lines at DEBUG/TRACE. ``OFFSET_PIPELINE_DECISION_LOG=all``
+writes every line (``notable``, the default: INFO only); a level set on the logger by a deployment's
+own logging configuration wins over both.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Iterable
 
 LOGGER_NAME = "offset_pipeline.decisions"
+DECISION_LOG_ENV = "OFFSET_PIPELINE_DECISION_LOG"
+_LEVELS = {"notable": logging.INFO, "all": logging.DEBUG}
 _BATCH_LINES = 1000  # lines per log record: one write per batch, records of bounded size
 
 
@@ -28,9 +39,17 @@ def decision_logger() -> logging.Logger:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))
         logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
+        logger.setLevel(decision_log_level())
         logger.propagate = False
     return logger
+
+
+def decision_log_level(env=None) -> int:
+    """``OFFSET_PIPELINE_DECISION_LOG``: ``notable`` (default, INFO) or ``all`` (DEBUG)."""
+    text = ((os.environ if env is None else env).get(DECISION_LOG_ENV) or "").strip().lower() or "notable"
+    if text not in _LEVELS:
+        raise ValueError(f"{DECISION_LOG_ENV}={text!r}: expected one of {', '.join(_LEVELS)}")
+    return _LEVELS[text]
 
 
 def _configured_elsewhere(logger: logging.Logger) -> bool:
@@ -38,18 +57,22 @@ def _configured_elsewhere(logger: logging.Logger) -> bool:
     return logger.level != logging.NOTSET
 
 
-def write_decision_lines(lines: Iterable[str]) -> int:
-    """Log ``lines`` (each one complete decision line) in batches; returns how many were logged."""
+def write_decision_lines(lines: Iterable[str], routine: bool = False) -> int:
+    """Log ``lines`` (each one complete decision line) in batches, at DEBUG if ``routine`` else
+    INFO; returns how many were logged (0 when the logger's level leaves them out)."""
     logger = decision_logger()
+    level = logging.DEBUG if routine else logging.INFO
+    if not logger.isEnabledFor(level):
+        return 0
     batch: list[str] = []
     count = 0
     for line in lines:
         batch.append(line)
         if len(batch) >= _BATCH_LINES:
-            logger.info("\n".join(batch))
+            logger.log(level, "\n".join(batch))
             count += len(batch)
             batch = []
     if batch:
-        logger.info("\n".join(batch))
+        logger.log(level, "\n".join(batch))
         count += len(batch)
     return count

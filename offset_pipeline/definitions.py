@@ -9,6 +9,7 @@ from __future__ import annotations
 import dagster as dg
 
 from offset_pipeline.assets import all_assets
+from offset_pipeline.decision_log import decision_log_level
 from offset_pipeline.jobs import (
     offset_failover_audit_job,
     offset_failover_audit_schedule,
@@ -55,6 +56,8 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
         "mirrors": MirrorsResource(position_groups=[MirrorPositionGroup(**g) for g in mirror_position_groups()]),
     }
 
+
+decision_log_level()  # a bad OFFSET_PIPELINE_DECISION_LOG fails the load, not the first cycle
 
 defs = dg.Definitions(
     assets=all_assets,

@@ -36,7 +36,8 @@ def odd_group() -> str:
 
 @contextlib.contextmanager
 def decision_lines():
-    """Every line the decisions logger writes meanwhile (decision_log.py), in order."""
+    """Every line the decisions logger writes meanwhile (decision_log.py), routine ones included (as
+    with OFFSET_PIPELINE_DECISION_LOG=all), in order."""
     lines: list[str] = []
 
     class Collect(logging.Handler):
@@ -44,12 +45,14 @@ def decision_lines():
             lines.extend(record.getMessage().split("\n"))
 
     logger = decision_logger()
-    handler = Collect()
+    handler, level = Collect(), logger.level
     logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
     try:
         yield lines
     finally:
         logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 class Cycles:

@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
-from offset_pipeline.decision_log import LOGGER_NAME, decision_logger, write_decision_lines
+from offset_pipeline.decision_log import (
+    DECISION_LOG_ENV, LOGGER_NAME, decision_log_level, decision_logger, write_decision_lines,
+)
 
 
 class Collect(logging.Handler):
@@ -58,3 +60,52 @@ def test_unconfigured_it_writes_to_stderr_without_the_root_logger():
         assert logger.propagate is False  # not duplicated into Dagster's managed loggers or root
     finally:
         logger.handlers, logger.level, logger.propagate = saved
+
+
+@pytest.mark.parametrize("setting, routine_logged", [(None, False), ("notable", False), ("all", True), (" ALL ", True)])
+def test_routine_lines_are_left_out_unless_every_line_is_asked_for(monkeypatch, setting, routine_logged):
+    logger = logging.getLogger(LOGGER_NAME)
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    if setting is None:
+        monkeypatch.delenv(DECISION_LOG_ENV, raising=False)
+    else:
+        monkeypatch.setenv(DECISION_LOG_ENV, setting)
+    logger.handlers, logger.level = [], logging.NOTSET  # unconfigured: the setting decides
+    try:
+        decision_logger()
+        collect = Collect()
+        logger.handlers = [collect]
+        assert write_decision_lines(["offset-sync commit decision=refused_members"]) == 1
+        assert write_decision_lines(["offset-sync commit decision=commit"] * 3, routine=True) == (3 if routine_logged else 0)
+        written = [line for r in collect.records for line in r.getMessage().split("\n")]
+        assert written == ["offset-sync commit decision=refused_members"] + (["offset-sync commit decision=commit"] * 3
+                                                                          if routine_logged else [])
+        assert {r.levelno for r in collect.records} == ({logging.INFO, logging.DEBUG} if routine_logged else {logging.INFO})
+    finally:
+        logger.handlers, logger.level, logger.propagate = saved
+
+
+def test_a_deployment_level_wins_over_the_setting(configured, monkeypatch):
+    monkeypatch.setenv(DECISION_LOG_ENV, "all")
+    assert write_decision_lines(["routine"], routine=True) == 0  # the fixture set INFO on the logger
+    assert configured.records == []
+
+
+def test_a_bad_setting_is_refused_with_its_name():
+    with pytest.raises(ValueError, match="OFFSET_PIPELINE_DECISION_LOG='some': expected one of notable, all"):
+        decision_log_level({DECISION_LOG_ENV: "some"})
+
+
+@pytest.mark.parametrize("status, inversion, line, routine", [
+    ("header_anchor", False, "offset-sync decision status=header_anchor warnings=- reason=\"x\"", True),
+    ("timestamp_search", False, "offset-sync decision status=timestamp_search warnings=- reason=\"x\"", True),
+    ("timestamp_search", True, "offset-sync decision status=timestamp_search warnings=- reason=\"x\"", False),
+    ("header_anchor", False, "offset-sync decision status=header_anchor warnings=anchor_far reason=\"x\"", False),
+    ("cluster_unavailable", False, "offset-sync decision status=cluster_unavailable warnings=- reason=\"x\"", False),
+    ("no_anchor", False, "offset-sync decision status=no_anchor warnings=- reason=\"x\"", False),
+    ("a_status_from_the_future", False, "offset-sync decision warnings=- reason=\"x\"", False),
+])
+def test_only_a_translated_offset_without_warning_is_routine(status, inversion, line, routine):
+    from offset_pipeline.assets.translation import is_routine_translation
+
+    assert is_routine_translation({"status": status, "timestamp_inversion": inversion, "decision": line}) is routine

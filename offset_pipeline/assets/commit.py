@@ -26,7 +26,7 @@ from offset_pipeline.commit_checks import (
     evaluate_no_loss,
     evaluate_sync_freshness,
 )
-from offset_pipeline.commit_rules import commit_log_line
+from offset_pipeline.commit_rules import CommitDecision, commit_log_line
 from offset_pipeline.commit_step import TRANSLATED_COLUMNS, CycleContext, TranslatedRow, commit_group
 from offset_pipeline.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
@@ -49,6 +49,7 @@ class CommitConfig(dg.Config):
     parallel_groups: int = Field(default=8, ge=1)
 
 
+ROUTINE_COMMITS = (CommitDecision.COMMIT, CommitDecision.UNCHANGED)
 _WARNED_ERRORS = 20  # commit errors logged as Dagster warnings per cycle; all are in offset_commits
 
 _TRANSLATIONS_QUERY = (
@@ -126,12 +127,14 @@ def offset_standby_commits(
     with ThreadPoolExecutor(max_workers=config.parallel_groups, thread_name_prefix="offset-sync-commit") as pool:
         # map keeps the groups' order: the stored rows and lines come out sorted by group
         for plan, group_rows in pool.map(one_group, sorted(by_group.items())):
-            lines += [commit_log_line(commit) for commit in plan]
+            # routine (DEBUG, decision_log.py): a commit forward, or a standby already at t
+            lines += [(commit_log_line(commit), commit.decision in ROUTINE_COMMITS) for commit in plan]
             stored += group_rows
     kafka_s = time.monotonic() - kafka_started
     # One line per decision to the step's stderr (decision_log.py); errors also as Dagster warnings,
     # a bounded number of them (a cluster down would otherwise be one event per group-partition).
-    write_decision_lines(lines)
+    logged = write_decision_lines([line for line, r in lines if not r])
+    logged += write_decision_lines([line for line, r in lines if r], routine=True)
     errors = [r for r in stored if r.error]
     for row in errors[:_WARNED_ERRORS]:
         context.log.warning(
@@ -141,7 +144,8 @@ def offset_standby_commits(
         context.log.warning(f"offset-sync commit errors: {len(errors) - _WARNED_ERRORS} more (offset_commits.error)")
     context.log.info(
         f"offset-sync commits {snapshot_id}: {len(stored)} group-partitions, {len(by_group)} groups; "
-        f"{len(lines)} decision lines on the step's stderr; {len(errors)} errors"
+        f"{logged} decision lines on the step's stderr ({sum(r for _, r in lines)} routine, at DEBUG); "
+        f"{len(errors)} errors"
     )
     # A standby offset that is not where the newest recorded cycle left it was moved unrecorded: most
     # likely by a sync run killed between its commit calls and storing its rows (each group's

@@ -43,6 +43,15 @@ from offset_pipeline.sync_work import SNAPSHOT_COLUMNS, DirectionHistory, build_
 from offset_pipeline.translation import TranslationStatus
 from offset_pipeline.translation.translate import quote_log_text
 
+
+def is_routine_translation(row: dict) -> bool:
+    """A translated offset with nothing to warn about: logged at DEBUG (decision_log.py)."""
+    try:
+        translated = TranslationStatus(row["status"]).translated
+    except ValueError:
+        return False
+    return translated and not row.get("timestamp_inversion") and "warnings=-" in (row.get("decision") or "")
+
 ENGINE_AVAILABLE_CHECK = "translation_engine_available"
 TRANSLATION_ROWS = "translation_rows"  # cycle_carry key: this run's result rows (RESULT_COLUMNS dicts)
 
@@ -162,19 +171,22 @@ def offset_translations(
                                       cycle_time_ms)
         spark_s = time.monotonic() - spark_started
 
-    # One line per decision to the run's stderr (decision_log.py: not one Dagster event each).
+    # One line per decision to the run's stderr (decision_log.py: not one Dagster event each); the
+    # routine ones (translated, no warning) at DEBUG, left out by default.
+    routine = [is_routine_translation(row) for row in rows]
     logged = write_decision_lines(
         [
             f"offset-sync direction group={quote_log_text(group_id)} active={direction.active or '-'} "
             f"basis={direction.basis.value} reason={quote_log_text(direction.reason)}"
             for group_id, direction in sorted(cycle.directions.items())
         ]
-        + [row["decision"] for row in rows]
+        + [row["decision"] for row, r in zip(rows, routine) if not r]
     )
+    logged += write_decision_lines([row["decision"] for row, r in zip(rows, routine) if r], routine=True)
     statuses = Counter(r["status"] for r in rows)
     context.log.info(
         f"offset-sync translations {snapshot_id}: {len(rows)} group-partitions, {len(cycle.directions)} groups; "
-        f"{logged} decision lines on the step's stderr; statuses "
+        f"{logged} decision lines on the step's stderr ({sum(routine)} routine, at DEBUG); statuses "
         + ", ".join(f"{k}={v}" for k, v in sorted(statuses.items()))
     )
     cycle_carry.put(snapshot_id, TRANSLATION_ROWS, rows)  # the commit step reads them from here
