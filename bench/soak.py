@@ -118,6 +118,29 @@ def scratch_env(base: Path) -> dict[str, str]:
     return env
 
 
+def store_bounds(brokers: int) -> dict[str, dict]:
+    """What bounds each store at the defaults (README "Retention: bounded storage"), for the 30-day
+    figure under retention: successful runs kept 1 day (failures 14), ClickHouse rows 35 days,
+    logs by rotation (each wrapped process and each broker), Kafka by the brokers' 7-day retention."""
+    from offset_pipeline.devstack.cluster import BROKER_LOG_BACKUPS
+    from offset_pipeline.devstack.logpipe import log_limits
+    from offset_pipeline.run_retention import run_retention
+    from offset_pipeline.storage.retention import clickhouse_retention
+
+    max_bytes, backups = log_limits()
+    wrapped = 4  # two mirrors, the Spark Connect server, dagster-daemon (the soak's webserver is optional)
+    logs_cap = wrapped * max_bytes * (backups + 1) + brokers * 20 * 2**20 * (BROKER_LOG_BACKUPS + 1)
+    return {
+        "dagster_home": {"retention_days": run_retention().success_days,
+                         "bound": f"run retention: successful runs {run_retention().success_days:g} d"},
+        "clickhouse": {"retention_days": clickhouse_retention().history_days,
+                       "bound": f"TTL {clickhouse_retention().history_days} d"},
+        "clickhouse_spool": {"bound": "replayed when ClickHouse returns"},
+        "logs": {"cap_bytes": logs_cap, "bound": f"rotation: at most {logs_cap / 2**20:.0f} MB"},
+        "kafka_data": {"retention_days": 7.0, "bound": "broker retention 7 d (the load's records)"},
+    }
+
+
 class Soak:
     def __init__(self, args):
         self.args = args
@@ -245,7 +268,9 @@ class Soak:
             self.samples["rss"].append((now, role, pid, rss))
         ch = self.clickhouse_path
         ch_dir = ch if ch.is_dir() else ch.with_name(ch.name + ".soak-down")
-        logs = procs.du(self.base / "run") + sum(procs.du(c.log_path) for c in self.stack.clusters)
+        # the product's and the stack's logs; not the soak's own load generator's
+        harness = sum(procs.du(f) for f in (self.base / "run").glob("soak-load.log*"))
+        logs = procs.du(self.base / "run") - harness + sum(procs.du(c.log_path) for c in self.stack.clusters)
         stores = {
             "dagster_home": procs.du(self.base / "dagster_home"),
             "clickhouse": procs.du(ch_dir),
@@ -347,15 +372,17 @@ class Soak:
 
             client = clickhouse_connect.get_client(dsn=f"chdb://{self.clickhouse_path}")
             rows = client.query(
-                "SELECT toUnixTimestamp64Milli(cycle_time) / 1000.0, cityHash64(group_id, topic, partition) "
-                "FROM offset_sync_metrics WHERE synced AND cycle_time >= fromUnixTimestamp64Milli({t0:Int64})",
+                "SELECT toUnixTimestamp64Milli(cycle_time) / 1000.0, cityHash64(group_id, topic, partition), synced "
+                "FROM offset_sync_metrics WHERE cycle_time >= fromUnixTimestamp64Milli({t0:Int64})",
                 parameters={"t0": int(self.started * 1000) - 600_000}).result_rows
             client.close()
         except Exception as exc:  # noqa: BLE001 - the report says recovery is unknown
             say(f"offset_sync_metrics not read: {exc}")
             return []
-        for ts, key in rows:
-            synced_at.setdefault(ts, set()).add(key)
+        for ts, key, synced in rows:  # a cycle that synced nothing is an empty set, not "no cycle"
+            keys = synced_at.setdefault(ts, set())
+            if synced:
+                keys.add(key)
         cycles = []
         times = sorted(synced_at)
         for run in runs:
@@ -389,7 +416,9 @@ class Soak:
         by_store: dict[str, list] = {}
         for ts, store, size in self.samples["bytes"]:
             by_store.setdefault(store, []).append((ts, size))
-        stores = {store: bytes_growth(s, args.warmup_s, self.started) for store, s in by_store.items()}
+        bounds = store_bounds(len(self.stack.clusters))
+        stores = {store: {**bytes_growth(s, args.warmup_s, self.started, **bounds.get(store, {}))}
+                  for store, s in by_store.items()}
         c = self.checker.totals
         return {
             "meta": {"started": self.started, "duration_s": time.time() - self.started,

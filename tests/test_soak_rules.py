@@ -117,6 +117,21 @@ def test_bytes_growth_projects_30_days_linearly():
     g = bytes_growth(samples, warmup_s=600, start=0)
     assert g["bytes_per_h"] == pytest.approx(3600)
     assert g["projected_bytes"] == pytest.approx(samples[-1][1] + 3600 * 24 * 30)
+    assert g["bounded_bytes"] == g["projected_bytes"]  # nothing bounds it
+
+
+@pytest.mark.parametrize("bounds, expected", [
+    ({"retention_days": 1.0}, 3600 * 24),  # one day of growth kept
+    ({"retention_days": 60.0}, 8200 + 3600 * 24 * 30),  # a retention longer than 30 days bounds nothing
+    ({"cap_bytes": 50_000}, 50_000),  # rotation
+    ({"retention_days": 1.0, "cap_bytes": 50_000}, 50_000),
+    ({"cap_bytes": 10}, 8200),  # never below what is there now
+])
+def test_bytes_growth_with_retention_keeps_at_most_the_retained_growth(bounds, expected):
+    samples = [(t, 1000 + t) for t in range(0, 7260, 60)]
+    g = bytes_growth(samples, warmup_s=600, start=0, **bounds)
+    assert g["last_bytes"] == 8200
+    assert g["bounded_bytes"] == pytest.approx(expected)
 
 
 def test_fault_schedule_leaves_warmup_gaps_and_tail():

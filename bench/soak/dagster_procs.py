@@ -29,9 +29,14 @@ class DagsterProcesses:
         self.sessions: list[int] = []  # every process group started (a restarted daemon's old code server too)
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+        """``args`` under the stack's log wrapper (devstack/logpipe.py): its output in a rotated,
+        size-bounded log, as the stack's own parts have, so the soak measures bounded logs. Signals
+        to the wrapper are passed on to the command; it dies with the wrapper."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_dir / f"{name}.log", "ab") as log:
-            proc = subprocess.Popen(args, cwd=self.repo, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        wrapped = [sys.executable, "-m", "offset_pipeline.devstack.logpipe", "--log", str(self.log_dir / f"{name}.log"),
+                   "--", *args]
+        with open(self.log_dir / f"{name}.wrapper.log", "ab") as log:
+            proc = subprocess.Popen(wrapped, cwd=self.repo, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         self.sessions.append(proc.pid)
         return proc

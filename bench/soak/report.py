@@ -49,12 +49,15 @@ def table(result: dict) -> str:
         lines.append(f"| {role} | {_fmt(r['mean_mb'], '.0f')} | {_fmt(r['slope_pct_per_h'], '+.1f')} | "
                      f"{r['span_s'] / 60:.0f} | {max(r['segments'] - 1, 0)} |")
     lines.append("")
-    lines.append("| store | now (MB) | growth (MB/h) | 30 days at that rate (GB) |")
-    lines.append("|---|---|---|---|")
+    lines.append("| store | now (MB) | growth (MB/h) | 30 days at that rate, no retention (GB) "
+                 "| 30 days with retention (GB) | bounded by |")
+    lines.append("|---|---|---|---|---|---|")
     for store, s in result["stores"].items():
         per_h = None if s["bytes_per_h"] is None else s["bytes_per_h"] / MB
         proj = None if s["projected_bytes"] is None else s["projected_bytes"] / 2**30
-        lines.append(f"| {store} | {s['last_bytes'] / MB:.1f} | {_fmt(per_h, '.2f')} | {_fmt(proj, '.2f')} |")
+        bounded = None if s.get("bounded_bytes") is None else s["bounded_bytes"] / 2**30
+        lines.append(f"| {store} | {s['last_bytes'] / MB:.1f} | {_fmt(per_h, '.2f')} | {_fmt(proj, '.2f')} | "
+                     f"{_fmt(bounded, '.2f')} | {s.get('bound') or '-'} |")
     return "\n".join(lines)
 
 

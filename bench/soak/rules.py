@@ -216,16 +216,24 @@ def rss_slope_pct_per_hour(samples: Sequence[tuple[float, int, float]], warmup_s
     return best or {"pid": None, "span_s": 0.0, "mean_mb": None, "slope_pct_per_h": None, "segments": len(segments)}
 
 
-def bytes_growth(samples: Sequence[tuple[float, int]], warmup_s: float, start: float,
-                 days: float = 30.0) -> dict:
-    """Bytes per hour (linear fit after ``start + warmup_s``) and the size in ``days`` at that rate
-    (a linear projection: retention bounds the real size, so this is an upper estimate)."""
+def bytes_growth(samples: Sequence[tuple[float, int]], warmup_s: float, start: float, days: float = 30.0,
+                 retention_days: float | None = None, cap_bytes: float | None = None, bound: str = "") -> dict:
+    """Bytes per hour (linear fit after ``start + warmup_s``) and the size in ``days`` at that rate:
+    ``projected_bytes`` linearly (no retention), ``bounded_bytes`` with what bounds the store -- rows
+    or runs older than ``retention_days`` deleted (at most ``retention_days`` of growth are kept),
+    files rotated at ``cap_bytes``."""
     kept = [(ts, b) for ts, b in samples if ts - start >= warmup_s] or list(samples)
     fit = linear_fit(kept)
     last = samples[-1][1] if samples else 0
     per_h = fit[0] * 3600.0 if fit else None
-    return {"last_bytes": last, "bytes_per_h": per_h,
-            "projected_bytes": None if per_h is None else last + max(per_h, 0.0) * 24 * days}
+    projected = None if per_h is None else last + max(per_h, 0.0) * 24 * days
+    bounded = projected
+    if bounded is not None and retention_days is not None and retention_days < days:
+        bounded = max(last, max(per_h, 0.0) * 24 * retention_days)
+    if bounded is not None and cap_bytes is not None:
+        bounded = min(bounded, max(last, cap_bytes))
+    return {"last_bytes": last, "bytes_per_h": per_h, "projected_bytes": projected, "bounded_bytes": bounded,
+            "bound": bound}
 
 
 # -- the fault schedule -----------------------------------------------------------------------------
