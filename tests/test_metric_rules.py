@@ -123,3 +123,16 @@ def test_a_stalled_mirror_is_not_mirroring():
     assert one(f).sync_status == IN_SYNC
     stalled = one(dataclasses.replace(f, mirror_stalled=True))
     assert stalled.sync_status == LAGGING and stalled.mirror_stalled
+
+
+def test_the_status_table_keeps_the_worst_group_topics():
+    from offset_pipeline.monitoring.metric_rules import worst_first
+
+    def row(group, status, age):
+        return {"group": group, "topic": "t", "status": status, "max_sync_age_s": age}
+
+    table = [row("a", "InSync", 1), row("b", "Stale", 5), row("c", "Broken", None), row("d", "Stale", 50),
+             row("e", "Lagging", 9), row("f", "InSync", 100), row("g", "Broken", 3), row("h", "SplitBrain", 0)]
+    assert [r["group"] for r in worst_first(table, 5)] == ["h", "c", "g", "d", "b"]
+    assert [r["group"] for r in worst_first(table, 100)] == ["h", "c", "g", "d", "b", "e", "f", "a"]
+    assert worst_first([], 5) == []

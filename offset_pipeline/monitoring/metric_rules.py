@@ -196,3 +196,15 @@ def worst(statuses: Iterable[str]) -> str | None:
     """The first of ``statuses`` in :data:`STATUS_ORDER` (None for none)."""
     present = set(statuses)
     return next((s for s in STATUS_ORDER if s in present), None)
+
+
+def worst_first(table: list[dict], limit: int) -> list[dict]:
+    """The ``limit`` worst rows of a per-group-topic status table (``status``, ``max_sync_age_s``,
+    ``group``, ``topic``): by :data:`STATUS_ORDER`, then the oldest sync, then by name. The metrics
+    asset shows these in its metadata; every row is in ``offset_sync_metrics`` (Grafana)."""
+    def key(row: dict):
+        rank = STATUS_ORDER.index(row["status"]) if row["status"] in STATUS_ORDER else len(STATUS_ORDER)
+        age = row["max_sync_age_s"]
+        return rank, -(age if age is not None else float("inf")), row["group"], row["topic"]
+
+    return sorted(table, key=key)[:limit]
