@@ -14,19 +14,14 @@ clusters and counts the groups and partitions whose facts are missing.
 
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import dagster as dg
 from pydantic import Field
 
-from offset_pipeline.kafka_reads.group_offsets import (
-    DEFAULT_GROUP_EXCLUDE,
-    GroupFilter,
-    describe_error,
-    read_groups,
-    read_partition_ranges,
-    topic_partition_counts,
-    topic_timestamp_types,
-)
+from offset_pipeline.kafka_reads.cluster_snapshot import ClusterRanges, cluster_groups, cluster_ranges
+from offset_pipeline.kafka_reads.group_offsets import DEFAULT_GROUP_EXCLUDE, GroupFilter, describe_error
+from offset_pipeline.kafka_reads.isolated import IsolatedCalls
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.settings import kafka_timeout_s
 from offset_pipeline.snapshot_rows import build_snapshot_rows, involved_partitions
@@ -36,6 +31,7 @@ from offset_pipeline.storage.deferred_writes import open_writer
 
 CLUSTERS_READABLE_CHECK = "clusters_readable"
 SNAPSHOT_ROWS = "snapshot_rows"  # cycle_carry key: this run's SnapshotRow list
+CHILD_START_S = 30.0  # beyond the Kafka bound: starting the child process that reads a cluster
 
 
 class SnapshotConfig(dg.Config):
@@ -70,34 +66,48 @@ def offset_snapshot(
     clusters = {resource.cluster_name: resource for resource in (idc1, idc2)}
     timeout_s = config.kafka_timeout_s
 
-    groups, unavailable, admins = {}, {}, {}
-    for name, resource in clusters.items():
-        try:
-            admins[name] = resource.admin()
-            groups[name] = read_groups(admins[name], name, group_filter, timeout_s=timeout_s)
-        except Exception as exc:  # noqa: BLE001 - this cluster's facts are unknown; the other's are not
-            groups[name] = []
-            unavailable[name] = f"listing consumer groups on {name} failed: {describe_error(exc)}"
-    partitions = involved_partitions(g for states in groups.values() for g in states)
-    ranges, timestamp_types, range_errors = {}, {}, {}
-    for name, admin in admins.items():
-        if name in unavailable:
-            continue
-        errors: dict = {}
-        try:
-            counts = topic_partition_counts(admin, timeout_s=timeout_s)
-            present = [(t, p) for t, p in partitions if p < counts.get(t, 0)]
-            ranges[name] = read_partition_ranges(admin, name, present, timeout_s=timeout_s, errors=errors)
-        except Exception as exc:  # noqa: BLE001 - no log range of this cluster is known
-            unavailable[name] = f"reading topic metadata on {name} failed: {describe_error(exc)}"
-            groups[name] = []
-            continue
-        try:
-            timestamp_types[name] = topic_timestamp_types(admin, sorted({t for t, _ in present}), timeout_s=timeout_s)
-        except Exception as exc:  # noqa: BLE001 - unknown timestamp types: the partitions' facts are incomplete
-            reason = f"reading topic configs on {name} failed: {describe_error(exc)}"
-            errors.update({tp: reason for tp in present if tp not in errors})
-        range_errors[name] = errors
+    # Each cluster's reads in a child process of its own (kafka_reads/isolated.py): librdkafka can
+    # abort its process when admin requests time out around a broker restart; so it costs only that
+    # cluster's facts. Both clusters are read at once.
+    groups, unavailable, ranges, timestamp_types, range_errors = {}, {}, {}, {}, {}
+    calls = {name: IsolatedCalls(name) for name in clusters}
+    try:
+        def read_groups_of(name: str):
+            try:
+                return calls[name].call(cluster_groups, clusters[name].admin_config(), name, group_filter, timeout_s,
+                                        timeout_s=timeout_s + CHILD_START_S)
+            except Exception as exc:  # noqa: BLE001 - this cluster's facts are unknown; the other's are not
+                return exc
+
+        with ThreadPoolExecutor(max_workers=len(clusters), thread_name_prefix="offset-snapshot") as pool:
+            for name, result in zip(clusters, pool.map(read_groups_of, clusters)):
+                if isinstance(result, Exception):
+                    groups[name] = []
+                    unavailable[name] = f"listing consumer groups on {name} failed: {describe_error(result)}"
+                else:
+                    groups[name] = result
+            partitions = sorted(involved_partitions(g for states in groups.values() for g in states))
+
+            def read_ranges_of(name: str):
+                try:
+                    # three bounded requests: metadata, offsets (one deadline), topic configs
+                    return calls[name].call(cluster_ranges, clusters[name].admin_config(), name, partitions, timeout_s,
+                                            timeout_s=3 * timeout_s + CHILD_START_S)
+                except Exception as exc:  # noqa: BLE001 - no log range of this cluster is known
+                    return ClusterRanges(unavailable=f"reading topic metadata on {name} failed: {describe_error(exc)}")
+
+            readable = [name for name in clusters if name not in unavailable]
+            for name, result in zip(readable, pool.map(read_ranges_of, readable)):
+                if result.unavailable:
+                    unavailable[name] = result.unavailable
+                    groups[name] = []
+                    continue
+                ranges[name] = result.ranges
+                timestamp_types[name] = result.timestamp_types
+                range_errors[name] = result.errors
+    finally:
+        for c in calls.values():
+            c.close()
     kafka_s = time.monotonic() - started
 
     rows = build_snapshot_rows(

@@ -1,0 +1,72 @@
+"""One cluster's part of the snapshot, as two calls that run in a child process
+(``kafka_reads/isolated.py``): its groups, then the log ranges and timestamp types of the partitions
+any group of either cluster involves. Each takes the cluster's client configuration and returns
+plain data; the snapshot asset turns a call that failed, timed out or crashed into that cluster's
+``UNAVAILABLE`` rows.
+
+The admin client lives in the child for the child's life (one cycle): both calls of a cycle reuse it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from offset_pipeline.kafka_reads.group_offsets import (
+    GroupFilter,
+    GroupState,
+    PartitionRange,
+    describe_error,
+    read_groups,
+    read_partition_ranges,
+    topic_partition_counts,
+    topic_timestamp_types,
+)
+
+_ADMINS: dict[tuple, AdminClient] = {}
+
+
+def _admin(admin_config: dict[str, Any]) -> AdminClient:
+    key = tuple(sorted((k, str(v)) for k, v in admin_config.items()))
+    if key not in _ADMINS:
+        _ADMINS[key] = AdminClient(admin_config)
+    return _ADMINS[key]
+
+
+@dataclass(frozen=True)
+class ClusterRanges:
+    """The log facts of one cluster; ``unavailable`` says why none could be read (then the rest is empty)."""
+
+    ranges: list[PartitionRange] = field(default_factory=list)
+    timestamp_types: dict[str, str] = field(default_factory=dict)
+    errors: dict[tuple[str, int], str] = field(default_factory=dict)  # partition -> why its facts are missing
+    unavailable: str = ""
+
+
+def cluster_groups(admin_config: dict[str, Any], cluster: str, group_filter: GroupFilter,
+                   timeout_s: float) -> list[GroupState]:
+    """Every matching group's state and committed offsets on ``cluster`` (raises when listing fails)."""
+    return read_groups(_admin(admin_config), cluster, group_filter, timeout_s=timeout_s)
+
+
+def cluster_ranges(admin_config: dict[str, Any], cluster: str, partitions: list[tuple[str, int]],
+                   timeout_s: float) -> ClusterRanges:
+    """Log start/end/last stable offset of the ``partitions`` that exist on ``cluster``, and their
+    topics' timestamp types; a partition (or a topic config) that cannot be read is in ``errors``."""
+    admin = _admin(admin_config)
+    errors: dict[tuple[str, int], str] = {}
+    try:
+        counts = topic_partition_counts(admin, timeout_s=timeout_s)
+        present = [(t, p) for t, p in partitions if p < counts.get(t, 0)]
+        ranges = read_partition_ranges(admin, cluster, present, timeout_s=timeout_s, errors=errors)
+    except Exception as exc:  # noqa: BLE001 - no log range of this cluster is known
+        return ClusterRanges(unavailable=f"reading topic metadata on {cluster} failed: {describe_error(exc)}")
+    try:
+        types = topic_timestamp_types(admin, sorted({t for t, _ in present}), timeout_s=timeout_s)
+    except Exception as exc:  # noqa: BLE001 - unknown timestamp types: the partitions' facts are incomplete
+        reason = f"reading topic configs on {cluster} failed: {describe_error(exc)}"
+        errors.update({tp: reason for tp in present if tp not in errors})
+        types = {}
+    return ClusterRanges(ranges, types, errors)

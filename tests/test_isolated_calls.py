@@ -1,0 +1,86 @@
+"""kafka_reads/isolated.py: calls run in a real child process; an abort of that process (as
+librdkafka's assertion failures do, confluentinc/librdkafka#4605) or a hang becomes an error for
+that call alone, and the next call gets a new child. The functions below run in the child (it
+imports this module by name)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from offset_pipeline.kafka_reads.isolated import IsolatedCalls, KafkaCallFailed, KafkaClientDied
+
+
+def child_pid() -> int:
+    return os.getpid()
+
+
+def echo_after_printing(value):
+    print("noise on stdout", flush=True)  # must not reach the channel
+    os.write(1, b"more noise on fd 1\n")
+    return value
+
+
+def refuse(what: str):
+    raise ValueError(f"no {what}")
+
+
+def abort():
+    os.abort()  # SIGABRT, as librdkafka's failed assertions end a process
+
+
+def hang(seconds: float):
+    time.sleep(seconds)
+    return "woke up"
+
+
+@pytest.fixture
+def calls():
+    with IsolatedCalls("idc1") as c:
+        yield c
+
+
+def test_calls_run_in_one_child_and_return_their_results(calls):
+    first = calls.call(child_pid, timeout_s=30)
+    assert first != os.getpid()
+    assert calls.call(child_pid, timeout_s=30) == first  # the same child serves the next call
+    payload = {("orders", 3): 17, "text": "결제 | \"quoted\""}
+    assert calls.call(echo_after_printing, payload, timeout_s=30) == payload
+
+
+def test_an_exception_in_the_child_comes_back_with_its_description(calls):
+    pid = calls.call(child_pid, timeout_s=30)
+    with pytest.raises(KafkaCallFailed, match="ValueError: no offsets"):
+        calls.call(refuse, "offsets", timeout_s=30)
+    assert calls.call(child_pid, timeout_s=30) == pid  # an exception does not end the child
+
+
+def test_an_aborted_child_is_an_error_of_that_call_and_the_next_call_starts_a_new_one(calls):
+    pid = calls.call(child_pid, timeout_s=30)
+    with pytest.raises(KafkaClientDied, match=r"idc1 ended \(killed by SIGABRT\)"):
+        calls.call(abort, timeout_s=30)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # gone
+    assert calls.call(child_pid, timeout_s=30) not in (pid, os.getpid())
+
+
+def test_a_child_that_does_not_answer_in_time_is_killed(calls):
+    pid = calls.call(child_pid, timeout_s=30)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="idc1 did not answer within 2s"):
+        calls.call(hang, 60, timeout_s=2)
+    assert time.monotonic() - started < 15
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert calls.call(hang, 0, timeout_s=30) == "woke up"
+
+
+def test_close_ends_the_child():
+    calls = IsolatedCalls("idc2")
+    pid = calls.call(child_pid, timeout_s=30)
+    calls.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    calls.close()  # twice is fine
