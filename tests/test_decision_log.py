@@ -101,7 +101,8 @@ def test_a_bad_setting_is_refused_with_its_name():
     ("timestamp_search", False, "offset-sync decision status=timestamp_search warnings=- reason=\"x\"", True),
     ("timestamp_search", True, "offset-sync decision status=timestamp_search warnings=- reason=\"x\"", False),
     ("header_anchor", False, "offset-sync decision status=header_anchor warnings=anchor_far reason=\"x\"", False),
-    ("cluster_unavailable", False, "offset-sync decision status=cluster_unavailable warnings=- reason=\"x\"", False),
+    ("cluster_unavailable", False, "offset-sync decision status=cluster_unavailable warnings=- reason=\"x\"", True),
+    ("spark_unavailable", False, "offset-sync decision status=spark_unavailable warnings=- reason=\"x\"", True),
     ("no_anchor", False, "offset-sync decision status=no_anchor warnings=- reason=\"x\"", False),
     ("a_status_from_the_future", False, "offset-sync decision warnings=- reason=\"x\"", False),
 ])
