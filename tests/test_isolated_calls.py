@@ -84,3 +84,30 @@ def test_close_ends_the_child():
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     calls.close()  # twice is fine
+
+
+def test_the_child_dies_with_its_parent(tmp_path):
+    # A parent process holding a child in a long call, then killed with -9: the child goes too.
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, time\n"
+        "from offset_pipeline.kafka_reads.isolated import IsolatedCalls\n"
+        "from tests.test_isolated_calls import child_pid, hang\n"
+        "c = IsolatedCalls('idc1')\n"
+        "print(c.call(child_pid, timeout_s=30), flush=True)\n"
+        "c.call(hang, 120, timeout_s=300)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    os.kill(parent.pid, 9)
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the child {child} outlived its parent")

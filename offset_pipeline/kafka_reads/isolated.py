@@ -19,12 +19,14 @@ Invariants:
   start of a child (about a second) once per cluster; :meth:`IsolatedCalls.close` ends it.
 * Only module-level functions are called, by name; arguments and results are pickled. An exception
   in the call comes back as :class:`KafkaCallFailed` with the original's one-line description.
+* The child dies with its parent (Linux's parent-death signal): a stopped run leaves none behind.
 * The protocol runs on the child's own copy of its stdout; its file descriptor 1 points at stderr,
   so librdkafka's and Python's output cannot corrupt it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
 import pickle
@@ -33,6 +35,9 @@ import subprocess
 import sys
 import threading
 from typing import Any, Callable
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 class KafkaClientDied(RuntimeError):
@@ -130,8 +135,21 @@ class IsolatedCalls:
         self.close()
 
 
+def _die_with_parent() -> None:
+    """SIGKILL when the parent (the run worker) dies, even in the middle of a Kafka call: a stop of
+    the run must leave no child behind (tests/test_clean_stop.py)."""
+    parent = os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return  # not Linux: the end of input still ends the child between calls
+    if os.getppid() != parent:  # the parent died before the death signal was set
+        os._exit(1)
+
+
 def _serve() -> None:
     """The child: answer calls until the end of input."""
+    _die_with_parent()
     channel_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed goes to stderr, never into the channel
     sys.stdout = sys.stderr
