@@ -19,7 +19,14 @@ from offset_pipeline.jobs import (
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.sensors import all_sensors
 from offset_pipeline.resources.mirrors import MirrorPositionGroup, MirrorsResource
-from offset_pipeline.settings import KafkaSettings, Settings, kafka_timeout_s, mirror_position_groups, read_settings
+from offset_pipeline.settings import (
+    KafkaSettings,
+    Settings,
+    kafka_timeout_s,
+    mirror_position_groups,
+    read_settings,
+    translation_budget_s,
+)
 
 
 def _secret(env_var: str | None) -> dg.EnvVar | None:
@@ -57,7 +64,9 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
     }
 
 
-decision_log_level()  # a bad OFFSET_PIPELINE_DECISION_LOG fails the load, not the first cycle
+# A bad value fails the load, not the first cycle (the run configs read these when a run starts).
+decision_log_level()
+translation_budget_s()
 
 defs = dg.Definitions(
     assets=all_assets,

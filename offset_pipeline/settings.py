@@ -253,6 +253,14 @@ def spark_timeout_s(env: Mapping[str, str] | None = None) -> float:
     return positive_number(env, "OFFSET_PIPELINE_SPARK_TIMEOUT_S", 120.0)
 
 
+def translation_budget_s(env: Mapping[str, str] | None = None) -> float:
+    """``OFFSET_PIPELINE_TRANSLATION_BUDGET_S`` (default 60): how long a cycle's translation may
+    read Kafka. Past it, the partitions not read yet get ``translation_deferred`` (no commit, anchors
+    kept) and go first in the next cycle, so a cycle that cannot finish still syncs what it read
+    instead of losing everything to the Spark bound (``spark_timeout_s``) and starting over."""
+    return positive_number(env, "OFFSET_PIPELINE_TRANSLATION_BUDGET_S", 60.0)
+
+
 def spark_connect_timeout_s(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_SPARK_CONNECT_TIMEOUT_S`` (default 10): how long a Spark Connect server
     may take to accept a connection before the cycle calls Spark unavailable."""

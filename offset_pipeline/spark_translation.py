@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from offset_pipeline.translation import (
@@ -222,17 +224,29 @@ def translate_groups(
     refine_window: int = 200,
     timeout_s: float = 10.0,
     mirror_writes_headers: bool = True,
+    read_until: float | None = None,
+    first_keys: Iterable[tuple] = (),
+    salt: str = "",
 ):
     """``work_df`` (:data:`WORK_SCHEMA`) to a DataFrame of :data:`RESULT_SCHEMA`, one row per input
     row. ``active_confs``: librdkafka client config per cluster name (plain dicts).
 
-    The rows are hash-partitioned by :data:`PARTITION_KEY` into ``spark.sql.shuffle.partitions``
-    tasks (an explicit count: adaptive execution never merges them into one task, which would leave
-    a single Python worker reading every Kafka partition), and each task translates its keys one
-    after another in plain Python: one Arrow batch in and out per task (``mapInArrow``), not a
-    pandas frame per key (``applyInPandas`` costs milliseconds per key, more than the reads).
+    The rows are hash-partitioned by :data:`PARTITION_KEY` (and ``salt``) into
+    ``spark.sql.shuffle.partitions`` tasks (an explicit count: adaptive execution never merges them
+    into one task, which would leave a single Python worker reading every Kafka partition), and each
+    task translates its keys one after another in plain Python (:func:`translate_keyed_rows`): one
+    Arrow batch in and out per task (``mapInArrow``), not a pandas frame per key
+    (``applyInPandas`` costs milliseconds per key, more than the reads).
+
+    ``read_until`` (epoch seconds): no Kafka partition is read after it; the rest are
+    ``translation_deferred``. ``first_keys`` are read first in their task (the keys deferred last
+    cycle). ``salt`` (the cycle's id) moves keys between tasks from cycle to cycle, so a key never
+    sits in a task that always starts late (tasks beyond the cores wait for a free one).
     """
+    from pyspark.sql import functions as F
+
     confs = {name: dict(conf) for name, conf in active_confs.items()}  # plain data for the closure
+    first = frozenset(tuple(k) for k in first_keys)
 
     def task(batches):
         import pyarrow as pa
@@ -243,12 +257,12 @@ def translate_groups(
                 by_key.setdefault(tuple(row[k] for k in PARTITION_KEY), []).append(row)
         schema = result_arrow_schema()
         out: list[dict[str, Any]] = []
-        for rows in by_key.values():
-            out += translate_partition_rows(
-                rows, confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
-                window=window, refine_window=refine_window, timeout_s=timeout_s,
-                mirror_writes_headers=mirror_writes_headers,
-            )
+        for rows in translate_keyed_rows(
+            by_key, confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms, window=window,
+            refine_window=refine_window, timeout_s=timeout_s, mirror_writes_headers=mirror_writes_headers,
+            read_until=read_until, first_keys=first,
+        ):
+            out += rows
             if len(out) >= _OUTPUT_BATCH_ROWS:
                 yield pa.RecordBatch.from_pylist(out, schema=schema)
                 out = []
@@ -256,7 +270,47 @@ def translate_groups(
             yield pa.RecordBatch.from_pylist(out, schema=schema)
 
     tasks = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    return work_df.repartition(tasks, *PARTITION_KEY).mapInArrow(task, schema=RESULT_SCHEMA)
+    return work_df.repartition(tasks, *PARTITION_KEY, F.lit(salt)).mapInArrow(task, schema=RESULT_SCHEMA)
+
+
+def translate_keyed_rows(
+    by_key: dict[tuple, list[dict[str, Any]]],
+    active_confs: dict[str, dict],
+    *,
+    snapshot_id: str,
+    cycle_time_ms: int,
+    window: int = 50,
+    refine_window: int = 200,
+    timeout_s: float = 10.0,
+    mirror_writes_headers: bool = True,
+    read_until: float | None = None,
+    first_keys: frozenset = frozenset(),
+    clock: Callable[[], float] = time.time,
+) -> Iterator[list[dict[str, Any]]]:
+    """One task's work: the result rows of each key (:data:`PARTITION_KEY`) of ``by_key``, the
+    ``first_keys`` first, the others in their given order.
+
+    Invariants: every input row gives exactly one result row; once ``clock()`` passes ``read_until``
+    no further partition is read, and the rows of every key not read yet are
+    ``translation_deferred`` with their anchors kept (no commit, nothing lost: the next cycle reads
+    them first).
+    """
+    ordered = [k for k in by_key if k in first_keys] + [k for k in by_key if k not in first_keys]
+    for key in ordered:
+        rows = by_key[key]
+        if read_until is not None and clock() >= read_until:
+            topic, partition, active, standby = key
+            yield untranslated_rows(
+                rows, TranslationStatus.TRANSLATION_DEFERRED,
+                f"the cycle's read budget ran out before {topic}[{partition}] ({active} -> {standby}) was read; "
+                "it is read first next cycle (OFFSET_PIPELINE_TRANSLATION_BUDGET_S)",
+                snapshot_id, cycle_time_ms,
+            )
+            continue
+        yield translate_partition_rows(
+            rows, active_confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms, window=window,
+            refine_window=refine_window, timeout_s=timeout_s, mirror_writes_headers=mirror_writes_headers,
+        )
 
 
 #: One task reads one Kafka partition for all its groups: rows with the same key go to one task.

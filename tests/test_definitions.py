@@ -33,9 +33,10 @@ def test_the_sync_cycle_job_runs_snapshot_translations_commits_and_metrics_with_
     assert keys == {"offset_snapshot", "offset_translations", "offset_standby_commits", "offset_sync_metrics"}
     checks = defs.resolve_assets_def("offset_standby_commits").check_keys
     assert {check.name for check in checks} == {"no_loss", "sync_freshness"}
-    for asset, check in (("offset_snapshot", "clusters_readable"), ("offset_translations", "translation_engine_available"),
-                         ("offset_sync_metrics", "metrics_written")):
-        assert {c.name for c in defs.resolve_assets_def(asset).check_keys} == {check}
+    for asset, names in (("offset_snapshot", {"clusters_readable"}),
+                         ("offset_translations", {"translation_engine_available", "translation_complete"}),
+                         ("offset_sync_metrics", {"metrics_written"})):
+        assert {c.name for c in defs.resolve_assets_def(asset).check_keys} == names
 
 
 def test_the_fast_forward_job_is_apart_from_the_cycle_and_shares_its_concurrency_tag():

@@ -81,12 +81,13 @@ def resources(chdb_dsn, idc1: str, idc2: str, spark: SparkResource | None = None
     }
 
 
-def cycle(res: dict, group: str, topic: str, instance) -> dg.ExecuteInProcessResult:
-    """One sync cycle (every asset of the offset_sync group, as the sensor's job) for one group."""
+def cycle(res: dict, group: str, topic: str, instance, **translation) -> dg.ExecuteInProcessResult:
+    """One sync cycle (every asset of the offset_sync group, as the sensor's job) for one group;
+    ``translation``: more config of offset_translations."""
     timeout = {"kafka_timeout_s": 3.0}
     result = dg.materialize(SYNC_ASSETS, resources=res, instance=instance, run_config={"ops": {
         "offset_snapshot": {"config": {"group_include": f"^{group}$", **timeout}},
-        "offset_translations": {"config": {"topic_shapes": {topic: "one_way:idc1"}, **timeout}},
+        "offset_translations": {"config": {"topic_shapes": {topic: "one_way:idc1"}, **timeout, **translation}},
         "offset_standby_commits": {"config": timeout},
     }})
     assert result.success, "a cycle with a part down must still succeed"
@@ -213,6 +214,38 @@ def test_a_spark_connect_server_that_refuses_gives_spark_unavailable_and_local_s
         back = cycle(resources(chdb_dsn, b1, b2), group, topic, instance)  # Spark answers again
         assert checks(back)["translation_engine_available"].passed
         assert committed(b2, group, topic) == {p: 12 for p in range(PARTITIONS)}
+    finally:
+        member.close()
+
+
+def test_a_spent_read_budget_defers_partitions_without_commits_and_the_next_cycle_reads_them_first(
+    kafka_pair, own_idc2, one_way_topic, chdb_dsn,
+):
+    topic, group = one_way_topic, f"outage-{uuid.uuid4().hex[:8]}"
+    b1, b2 = kafka_pair.bootstrap("idc1"), own_idc2.spec.bootstrap_servers
+    res, instance = resources(chdb_dsn, b1, b2), dg.DagsterInstance.ephemeral()
+    member = Member(b1, group, topic)
+    try:
+        member.commit(topic, {p: 14 for p in range(PARTITIONS)})
+        # A budget spent before Spark starts: nothing is read.
+        starved = cycle(res, group, topic, instance, read_budget_s=0.001)
+        complete = checks(starved)["translation_complete"]
+        assert not complete.passed and complete.severity == dg.AssetCheckSeverity.WARN
+        assert f"{PARTITIONS} Kafka partitions translation_deferred" in complete.description
+        assert checks(starved)["translation_engine_available"].passed  # Spark did its job
+        assert {p: r[0] for p, r in rows(res, starved, "offset_translations", "status").items()} == \
+            {p: "translation_deferred" for p in range(PARTITIONS)}
+        assert {p: r[0] for p, r in rows(res, starved, "offset_commits", "decision").items()} == \
+            {p: "skipped_untranslated" for p in range(PARTITIONS)}
+        assert committed(b2, group, topic) == {}
+        assert rows(res, starved, "offset_translation_deferrals", "active, standby") == \
+            {p: ("idc1", "idc2") for p in range(PARTITIONS)}
+
+        back = cycle(res, group, topic, instance)  # the default budget
+        meta = back.asset_materializations_for_node("offset_translations")[0].metadata
+        assert meta["first_in_line_partitions"].value == PARTITIONS
+        assert meta["deferred_partitions"].value == 0 and checks(back)["translation_complete"].passed
+        assert committed(b2, group, topic) == {p: 14 for p in range(PARTITIONS)}
     finally:
         member.close()
 

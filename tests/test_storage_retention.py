@@ -36,6 +36,7 @@ TTL_DAYS = retention.DEFAULT_HISTORY_TTL_DAYS
 PROJECT_TABLES = {
     "offset_snapshots", "offset_translations", "offset_anchors", "offset_commits", "offset_fast_forwards",
     "topic_shape_observations", "offset_failover_audits", "offset_sync_metrics", "offset_sync_metrics_1m",
+    "offset_translation_deferrals",
 }
 
 

@@ -14,6 +14,12 @@ Spark is bounded (``SparkResource.run_job``: a Connect server is probed first, t
 bound): when it refuses, fails or runs past its bound, the cycle's translatable group-partitions get
 ``spark_unavailable`` (nothing is committed for them, their anchors are kept) and check
 ``translation_engine_available`` (WARN) says why. The next cycle tries again by itself.
+
+A cycle reads Kafka for at most ``read_budget_s`` (``OFFSET_PIPELINE_TRANSLATION_BUDGET_S``, kept
+under the Spark bound): the partitions not read by then are ``translation_deferred`` (no commit,
+anchors kept), recorded in ``offset_translation_deferrals`` and read first by the next cycle, and
+check ``translation_complete`` (WARN) counts them. So an overloaded machine syncs what it can each
+cycle instead of losing the whole cycle to the Spark bound and redoing it from the start.
 """
 
 import time
@@ -26,42 +32,47 @@ from offset_pipeline.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.spark import SparkResource, SparkUnavailable
 from offset_pipeline.spark_translation import (
+    PARTITION_KEY,
     RESULT_COLUMNS,
     result_row,
     translate_groups,
     untranslated_rows,
     work_dataframe,
 )
-from offset_pipeline.settings import kafka_timeout_s, mirror_writes_headers, topic_shapes
+from offset_pipeline.settings import kafka_timeout_s, mirror_writes_headers, topic_shapes, translation_budget_s
 from offset_pipeline.shape_step import ShapeSettings, ShapeStep, sample_and_detect
 from offset_pipeline import cycle_carry
 from offset_pipeline.assets.snapshot import SNAPSHOT_ROWS
-from offset_pipeline.storage import fast_forwards, snapshots, translations
+from offset_pipeline.storage import deferrals, fast_forwards, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
-from offset_pipeline.storage.history import direction_history
+from offset_pipeline.storage.history import direction_history, previous_snapshot_id
 from offset_pipeline.sync_work import SNAPSHOT_COLUMNS, DirectionHistory, build_work
 from offset_pipeline.translation import TranslationStatus
 from offset_pipeline.translation.translate import quote_log_text
 
 
-# An outage gives every row of the cluster (or of the cycle) the same status and reason: the outage
-# is said once, by a Dagster warning and a WARN check, and each row is in ClickHouse. Per row at INFO
-# it was 4 MB of compute log per cycle at 10,000 group-partitions for as long as the outage lasted.
-_OUTAGE_STATUSES = (TranslationStatus.CLUSTER_UNAVAILABLE, TranslationStatus.SPARK_UNAVAILABLE)
+# An outage (or a spent read budget) gives every row of the cluster (or of the cycle) the same status
+# and reason: it is said once, by a Dagster warning and a WARN check, and each row is in ClickHouse.
+# Per row at INFO it was 4 MB of compute log per cycle at 10,000 group-partitions for as long as the
+# outage lasted.
+_SAID_ONCE_STATUSES = (
+    TranslationStatus.CLUSTER_UNAVAILABLE, TranslationStatus.SPARK_UNAVAILABLE, TranslationStatus.TRANSLATION_DEFERRED,
+)
 
 
 def is_routine_translation(row: dict) -> bool:
     """Logged at DEBUG (decision_log.py): a translated offset with nothing to warn about, or a row
-    of an outage (said once by the step)."""
+    of an outage or of a spent read budget (said once by the step)."""
     try:
         status = TranslationStatus(row["status"])
     except ValueError:
         return False
-    if status in _OUTAGE_STATUSES:
+    if status in _SAID_ONCE_STATUSES:
         return True
     return status.translated and not row.get("timestamp_inversion") and "warnings=-" in (row.get("decision") or "")
 
 ENGINE_AVAILABLE_CHECK = "translation_engine_available"
+COMPLETE_CHECK = "translation_complete"
 TRANSLATION_ROWS = "translation_rows"  # cycle_carry key: this run's result rows (RESULT_COLUMNS dicts)
 
 
@@ -72,6 +83,9 @@ class TranslationConfig(dg.Config):
     window: int = 50
     refine_window: int = 200
     kafka_timeout_s: float = Field(default_factory=kafka_timeout_s, gt=0)
+    # How long the cycle reads Kafka before deferring the partitions not read yet to the next cycle
+    # (default from OFFSET_PIPELINE_TRANSLATION_BUDGET_S). Kept under the Spark bound: see read_window_s.
+    read_budget_s: float = Field(default_factory=translation_budget_s, gt=0)
     # The mirrors mark every copy with its origin (IDC/Offset headers). Off for MirrorMaker 2, which
     # writes none: one-way topics then go by timestamp search alone. Default from
     # OFFSET_PIPELINE_MIRROR_WRITES_HEADERS (on).
@@ -101,6 +115,11 @@ _SNAPSHOT_QUERY = (
             description="Spark translated this cycle's work (WARN: Spark refused, failed or ran past its time "
                         "bound; those group-partitions are spark_unavailable and not synced this cycle).",
         ),
+        dg.AssetCheckSpec(
+            COMPLETE_CHECK, asset="offset_translations",
+            description="Every Kafka partition of this cycle's work was read (WARN: the read budget ran out; the "
+                        "rest are translation_deferred, not synced this cycle, and read first next cycle).",
+        ),
     ],
 )
 def offset_translations(
@@ -115,7 +134,8 @@ def offset_translations(
     started = time.monotonic()
     snapshot_id = context.run.run_id
     cycle_time_ms = int(time.time() * 1000)
-    writer = open_writer(clickhouse, snapshots.ensure_table, translations.ensure_tables, fast_forwards.ensure_table)
+    writer = open_writer(clickhouse, snapshots.ensure_table, translations.ensure_tables, fast_forwards.ensure_table,
+                         deferrals.ensure_table)
     client = writer.client if writer.outcome.error is None else None
     carried = cycle_carry.get(snapshot_id, SNAPSHOT_ROWS)
     if carried is not None:
@@ -129,15 +149,17 @@ def offset_translations(
     # the cycle goes on without them: fewer translations (no kept anchor; a group without members or
     # movement has no direction), never an unsafe one.
     history_error = None
-    anchors, points, history = {}, {}, DirectionHistory()
+    anchors, points, history, first_keys = {}, {}, DirectionHistory(), set()
     if client is not None:
         try:
             anchors = translations.latest_anchors(client)
             points = fast_forwards.latest_points(client)  # kept fast-forwards (stale partitions)
-            history = direction_history(client, snapshot_id)
+            previous = previous_snapshot_id(client, snapshot_id)
+            history = direction_history(client, snapshot_id, previous)
+            first_keys = deferrals.deferred_by(client, previous)  # what the last cycle did not reach
         except Exception as exc:  # noqa: BLE001 - the history is an aid, not a requirement
             history_error = f"reading earlier cycles failed: {type(exc).__name__}: {str(exc)[:300]}"
-            anchors, points, history, client = {}, {}, DirectionHistory(), None
+            anchors, points, history, first_keys, client = {}, {}, DirectionHistory(), set(), None
     else:
         history_error = writer.outcome.error
     if history_error:
@@ -160,14 +182,24 @@ def offset_translations(
 
     rows = [result_row(r, snapshot_id, cycle_time_ms) for r in undecided]
     spark_s, spark_error = 0.0, None
+    work_keys = {tuple(w[k] for k in PARTITION_KEY) for w in work}
+    first_in_line = first_keys & work_keys
+    window_s = read_window_s(config.read_budget_s, spark.job_timeout_s, config.kafka_timeout_s)
     if work:
         spark_started = time.monotonic()
 
         def job(session):
+            # The window opens once the session is there (a cold JVM or Python worker start-up is
+            # not reading) and is cut to what is left of the Spark bound.
+            nonlocal window_s
+            left_s = spark.job_timeout_s - (time.monotonic() - spark_started)
+            window_s = read_window_s(config.read_budget_s, left_s, config.kafka_timeout_s)
+            read_until = time.time() + window_s
             out = translate_groups(
                 session, work_dataframe(session, work), confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
                 window=config.window, refine_window=config.refine_window, timeout_s=config.kafka_timeout_s,
-                mirror_writes_headers=config.mirror_writes_headers,
+                mirror_writes_headers=config.mirror_writes_headers, read_until=read_until,
+                first_keys=first_in_line, salt=snapshot_id,
             )
             return [{c: row[c] for c in RESULT_COLUMNS} for row in (r.asDict() for r in out.collect())]
 
@@ -179,6 +211,14 @@ def offset_translations(
             rows += untranslated_rows(work, TranslationStatus.SPARK_UNAVAILABLE, spark_error, snapshot_id,
                                       cycle_time_ms)
         spark_s = time.monotonic() - spark_started
+    deferred_rows = [r for r in rows if r["status"] == TranslationStatus.TRANSLATION_DEFERRED.value]
+    deferred_keys = {tuple(r[k] for k in PARTITION_KEY) for r in deferred_rows}
+    if deferred_rows:
+        context.log.warning(
+            f"offset-sync translation read budget of {window_s:g}s ran out: {len(deferred_rows)} group-partitions "
+            f"of {len(deferred_keys)} Kafka partitions are translation_deferred (not synced this cycle) and are "
+            f"read first next cycle; {len(first_in_line)} partitions left by the last cycle were read first"
+        )
 
     # One line per decision to the run's stderr (decision_log.py: not one Dagster event each); the
     # routine ones (translated, no warning) at DEBUG, left out by default.
@@ -212,6 +252,9 @@ def offset_translations(
         and (r["keep_active_offset"], r["keep_standby_offset"]) != _kept(anchors, r)
     ]
     anchors_written = translations.insert_anchors(writer, kept)
+    # Spark failing keeps the last cycle's leftovers first in line for the next.
+    deferrals.insert_deferred(writer, snapshot_id, cycle_time_ms,
+                              deferred_keys | (first_in_line if spark_error else set()))
 
     strategies = Counter(r["strategy"] for r in rows)
     return dg.MaterializeResult(
@@ -228,6 +271,9 @@ def offset_translations(
             "shape_sample_errors": len(shape_step.errors),
             "spark_seconds": round(spark_s, 3),
             "spark_error": spark_error or "none",
+            "read_window_seconds": round(window_s, 3),
+            "deferred_partitions": len(deferred_keys),
+            "first_in_line_partitions": len(first_in_line),
             "rows_spooled": writer.outcome.deferred,
             "history_unavailable": history_error or "none",
             "total_seconds": round(time.monotonic() - started, 3),
@@ -243,9 +289,29 @@ def offset_translations(
                     f"{len(work)} group-partitions spark_unavailable: {spark_error}"
                 ),
                 metadata={"group_partitions_untranslated": len(work) if spark_error else 0},
-            )
+            ),
+            dg.AssetCheckResult(
+                check_name=COMPLETE_CHECK,
+                passed=not deferred_rows,
+                severity=dg.AssetCheckSeverity.WARN,
+                description=(
+                    f"read every Kafka partition of the cycle within {window_s:g}s" if not deferred_rows else
+                    f"the read budget ({window_s:g}s) ran out: {len(deferred_rows)} group-partitions of "
+                    f"{len(deferred_keys)} Kafka partitions translation_deferred, read first next cycle"
+                ),
+                metadata={"group_partitions_deferred": len(deferred_rows), "partitions_deferred": len(deferred_keys),
+                          "partitions_read_first": len(first_in_line)},
+            ),
         ],
     )
+
+
+def read_window_s(budget_s: float, spark_bound_s: float, kafka_timeout_s: float) -> float:
+    """How long the cycle's translation reads Kafka: the budget, cut to leave room under the Spark
+    bound for a read begun just before the end (a few Kafka timeouts) and for collecting results,
+    so a slow cycle defers its last partitions instead of losing everything to the bound. Never
+    below half the bound, so a small bound still reads."""
+    return min(budget_s, max(spark_bound_s - 3 * kafka_timeout_s, spark_bound_s / 2))
 
 
 def _kept(anchors: dict, row: dict):

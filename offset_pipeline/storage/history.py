@@ -67,9 +67,14 @@ def previous_directions(client, before_snapshot_id: str) -> dict[str, str]:
     return {group_id: active for group_id, active in rows}
 
 
-def direction_history(client, snapshot_id: str) -> DirectionHistory:
-    """Everything :func:`~offset_pipeline.sync_work.build_work` needs from earlier cycles."""
-    previous = previous_snapshot_id(client, snapshot_id)
+_UNSET = object()
+
+
+def direction_history(client, snapshot_id: str, previous=_UNSET) -> DirectionHistory:
+    """Everything :func:`~offset_pipeline.sync_work.build_work` needs from earlier cycles.
+    ``previous``: :func:`previous_snapshot_id` when the caller has it already."""
+    if previous is _UNSET:
+        previous = previous_snapshot_id(client, snapshot_id)
     if previous is None:
         return DirectionHistory(previous_active=previous_directions(client, snapshot_id))
     return DirectionHistory(

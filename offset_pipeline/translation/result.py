@@ -55,6 +55,8 @@ class TranslationStatus(str, Enum):
     DIRECTION_UNDETERMINED = "direction_undetermined"
     CLUSTER_UNAVAILABLE = "cluster_unavailable"
     SPARK_UNAVAILABLE = "spark_unavailable"  # the translation engine did not answer: nothing read or translated
+    # the cycle's read budget ran out before the partition was read; it goes first next cycle
+    TRANSLATION_DEFERRED = "translation_deferred"
     NOT_APPLICABLE = "not_applicable"  # a strategy asked about a partition it does not cover
 
     def __str__(self) -> str:  # pragma: no cover - cosmetic
