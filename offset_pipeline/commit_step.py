@@ -28,13 +28,9 @@ from offset_pipeline.commit_rules import (
     offsets_to_commit,
     plan_standby_commits,
 )
-from offset_pipeline.kafka_reads.standby_groups import (
-    TP,
-    cluster_unreachable,
-    read_group_members,
-    read_live_group_state,
-)
-from offset_pipeline.kafka_writes.group_commits import GroupCommitWrite, commit_group_offsets
+from offset_pipeline.kafka_reads.standby_groups import TP
+from offset_pipeline.kafka_writes.group_commits import GroupCommitWrite
+from offset_pipeline.kafka_writes.group_io import DirectGroupIO, GroupIOError
 from offset_pipeline.storage.commits import CommitRow
 from offset_pipeline.translation import Strategy, TranslationResult, TranslationStatus
 
@@ -133,12 +129,15 @@ def commit_group(
     active_before: Mapping[TP, int] | None = None,
     admins: Mapping[str, object] | None = None,
     unreachable: MutableMapping[str, str] | None = None,
+    io=None,
 ) -> tuple[list[StandbyCommit], list[CommitRow]]:
     """One group's rows (same ``group_id``) -> its commit decisions and the rows to store.
 
     ``clusters``: cluster name -> :class:`KafkaClusterResource`; ``active_before``: the active
     cluster's committed offsets in the group's previous snapshot; ``admins``: an AdminClient per
-    cluster to reuse; ``unreachable``: cluster -> error, shared across the cycle's groups.
+    cluster to reuse; ``unreachable``: cluster -> error, shared across the cycle's groups; ``io``:
+    where the Kafka calls run (``kafka_writes/group_io.py``; default: in this process, with
+    ``clusters`` and ``admins``).
     """
     if not rows:
         return [], []
@@ -170,19 +169,15 @@ def commit_group(
     except ValueError as exc:
         return failed(f"a translation row is inconsistent: {exc}")
     partitions = sorted(by_source)
-    admins = admins or {}
+    io = io if io is not None else DirectGroupIO(clusters, admins)
     reading = active
     try:
-        active_members = read_group_members(
-            clusters[active], group_id, timeout_s=cycle.timeout_s, admin=admins.get(active)
-        ).member_count
+        active_members = io.member_count(active, group_id, cycle.timeout_s)
         reading = standby
-        live = read_live_group_state(
-            clusters[standby], group_id, partitions, timeout_s=cycle.timeout_s, admin=admins.get(standby)
-        )
-    except Exception as exc:  # noqa: BLE001 - any failure is this group's, recorded on its rows
-        error = f"re-reading the group on {reading} failed: {type(exc).__name__}: {exc}"
-        if cluster_unreachable(exc):
+        live = io.live_state(standby, group_id, partitions, cycle.timeout_s)
+    except GroupIOError as exc:  # any failure is this group's, recorded on its rows
+        error = f"re-reading the group on {reading} failed: {exc}"
+        if exc.unreachable:
             unreachable[reading] = error
         return failed(error)
 
@@ -201,13 +196,18 @@ def commit_group(
     write: GroupCommitWrite | None = None
     if offsets and not cycle.dry_run:
         try:
-            write = commit_group_offsets(
-                clusters[standby], group_id, offsets, reread=partitions, timeout_s=cycle.timeout_s
-            )
-        except Exception as exc:  # noqa: BLE001 - say a client that cannot be created: recorded, not raised
-            error = f"committing on {standby} failed before any request: {type(exc).__name__}: {exc}"
+            write = io.commit(standby, group_id, offsets, partitions, cycle.timeout_s)
+        except GroupIOError as exc:  # recorded, not raised
+            # In this process only a client that cannot be created raises (no request was sent); a
+            # client process that died or hung may have sent the one commit request, applied whole
+            # or not at all: the next cycle re-reads the group either way.
+            error = (f"committing on {standby} failed, the group is at its old or its new offsets: {exc}"
+                     if exc.unreachable else f"committing on {standby} failed before any request: {exc}")
+            if exc.unreachable:
+                unreachable.setdefault(standby, error)
+            known = {} if exc.unreachable else live.committed  # after a lost answer the offsets are unknown
             return plan, [_row(c, by_source[(c.topic, c.partition)], cycle, error=error if c.decision.writes else None,
-                               committed_after=live.committed.get((c.topic, c.partition))) for c in plan]
+                               committed_after=known.get((c.topic, c.partition))) for c in plan]
         if write.call_error and write.reread_error and not write.applied:
             unreachable.setdefault(standby, write.call_error)
 

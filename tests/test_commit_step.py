@@ -3,12 +3,16 @@ cluster that does not answer (one group failing never fails the others)."""
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
+from dataclasses import dataclass
 
 import pytest
 
 from offset_pipeline.commit_step import CycleContext, TranslatedRow, active_reset, commit_group
+from offset_pipeline.kafka_reads.cluster_client import ClusterClient
+from offset_pipeline.kafka_writes.group_io import IsolatedGroupIO
 from offset_pipeline.resources import KafkaClusterResource
 from tests.conftest import free_port
 from tests.test_standby_group_io import committed
@@ -102,3 +106,70 @@ def test_inconsistent_rows_fail_their_group_without_kafka():
     bad = [TranslatedRow("g", "t", 0, "idc1", "idc2", 5, None, "header_exact", "header_anchor", "x", 4)]
     _, stored = commit_group(bad, {"idc1": None, "idc2": None}, CYCLE)
     assert [s.decision for s in stored] == ["failed"] and "inconsistent" in stored[0].error
+
+
+# -- the sync cycle's way: each cluster's calls in a child process (kafka_writes/group_io.py) ----------
+
+_CONSUMER_CONFIGS_MADE = 0  # in the child process that runs the calls
+
+
+@dataclass(frozen=True)
+class AbortingClient(ClusterClient):
+    """A real cluster's client config whose child process aborts (SIGABRT, as librdkafka's failed
+    assertions do) when it makes its ``abort_at``-th consumer config: 1 = the re-read of the
+    group's live state, 2 = the commit (the re-read made the first)."""
+
+    abort_at: int = 1
+
+    def consumer_config(self, group_id, **overrides):
+        global _CONSUMER_CONFIGS_MADE
+        _CONSUMER_CONFIGS_MADE += 1
+        if _CONSUMER_CONFIGS_MADE >= self.abort_at:
+            os.abort()
+        return super().consumer_config(group_id, **overrides)
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize(("abort_at", "step"), [(1, "re-reading the group on idc1"), (2, "committing on idc1")])
+def test_a_kafka_client_that_aborts_in_its_child_fails_the_group_with_the_reason_not_the_caller(
+    kafka_pair, abort_at, step,
+):
+    topic = kafka_pair.create_topic(f"step.{uuid.uuid4().hex[:8]}", partitions=1)
+    real = {name: KafkaClusterResource(cluster_name=name, bootstrap_servers=kafka_pair.bootstrap(name))
+            for name in ("idc1", "idc2")}
+    standby = real["idc1"].plain()
+    io = IsolatedGroupIO({
+        "idc2": real["idc2"].plain(),
+        "idc1": AbortingClient(standby.cluster_name, standby.client_config, standby.admin_config, abort_at=abort_at),
+    })
+    unreachable: dict = {}
+    group = f"step 'abort' {uuid.uuid4().hex[:6]}"
+    try:
+        _, stored = commit_group([translated(group, topic, 0, 3, active="idc2", standby="idc1")], real, CYCLE,
+                                 unreachable=unreachable, io=io)
+    finally:
+        io.close()
+    assert [(s.decision, s.applied, s.committed_after) for s in stored] == [
+        ("failed" if abort_at == 1 else "commit", False, None)]
+    assert stored[0].error.startswith(step) and "killed by SIGABRT" in stored[0].error
+    if abort_at == 2:
+        assert "at its old or its new offsets" in stored[0].error
+    assert set(unreachable) == {"idc1"}  # the groups after it fail at once
+    assert committed(kafka_pair.bootstrap("idc1"), group, topic) == {}  # aborted before the request
+
+
+@pytest.mark.kafka
+def test_isolated_group_calls_commit_as_the_direct_ones_do(kafka_pair):
+    topic = kafka_pair.create_topic(f"step.{uuid.uuid4().hex[:8]}", partitions=2)
+    clusters = {name: KafkaClusterResource(cluster_name=name, bootstrap_servers=kafka_pair.bootstrap(name))
+                for name in ("idc1", "idc2")}
+    io = IsolatedGroupIO({name: r.plain() for name, r in clusters.items()})
+    group = f"isolated 'q' ü {uuid.uuid4().hex[:6]}"
+    try:
+        rows = [translated(group, topic, 0, 4, bound=4), translated(group, topic, 1, 6, bound=5)]
+        _, stored = commit_group(rows, clusters, CYCLE, io=io)
+    finally:
+        io.close()
+    assert [(s.partition, s.decision, s.applied, s.committed_after) for s in stored] == [
+        (0, "commit", True, 4), (1, "refused_no_loss_check", False, None)]
+    assert committed(kafka_pair.bootstrap("idc2"), group, topic) == {0: 4}

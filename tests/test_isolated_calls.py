@@ -6,7 +6,9 @@ imports this module by name)."""
 from __future__ import annotations
 
 import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -34,6 +36,15 @@ def abort():
 def hang(seconds: float):
     time.sleep(seconds)
     return "woke up"
+
+
+_MEETING = threading.Barrier(2)
+
+
+def meet() -> int:
+    """Returns only once a second call has arrived too: two calls in one child at once."""
+    _MEETING.wait(timeout=60)
+    return os.getpid()
 
 
 @pytest.fixture
@@ -111,3 +122,28 @@ def test_the_child_dies_with_its_parent(tmp_path):
             return
         time.sleep(0.1)
     raise AssertionError(f"the child {child} outlived its parent")
+
+
+def test_calls_from_several_threads_run_at_once_in_the_one_child(calls):
+    pid = calls.call(child_pid, timeout_s=30)
+    with ThreadPoolExecutor(2) as pool:
+        # Served one after another, the first would wait for the second until its barrier broke.
+        met = list(pool.map(lambda _: calls.call(meet, timeout_s=90), range(2)))
+    assert met == [pid, pid]
+
+
+def test_a_call_past_its_bound_ends_the_calls_in_flight_with_it_and_names_why(calls):
+    pid = calls.call(child_pid, timeout_s=30)
+    with ThreadPoolExecutor(1) as pool:
+        other = pool.submit(calls.call, hang, 60, timeout_s=120)
+        deadline = time.monotonic() + 30
+        while len(calls._current.pending) < 1:  # the other call is in flight in the child
+            assert time.monotonic() < deadline, "the first call never reached the child"
+            time.sleep(0.05)
+        with pytest.raises(TimeoutError, match="did not answer within 2s"):
+            calls.call(hang, 60, timeout_s=2)
+        with pytest.raises(KafkaClientDied, match=r"killed: a call did not answer within 2s"):
+            other.result(timeout=30)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert calls.call(child_pid, timeout_s=30) not in (pid, os.getpid())

@@ -7,7 +7,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from offset_pipeline.kafka_reads.standby_groups import (
     cluster_unreachable,
@@ -43,6 +43,9 @@ def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
+_SETTLING = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE}
+
+
 class Member:
     """A live member of ``group`` on the cluster, polling in a thread until closed. It commits only
     what :meth:`commit` is given (as the group's own consumer would)."""
@@ -66,8 +69,20 @@ class Member:
             time.sleep(0.05)
 
     def commit(self, topic: str, offsets: dict[int, int]) -> None:
-        with self.lock:
-            self.consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+        """One synchronous commit; retried while the group coordinator is still loading (the first
+        commit on a cluster started moments ago can be refused with COORDINATOR_LOAD_IN_PROGRESS)."""
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with self.lock:
+                    self.consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
+                                         asynchronous=False)
+                return
+            except KafkaException as exc:
+                code = exc.args[0].code() if exc.args else None
+                if code not in _SETTLING or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def close(self):
         self.stop.set()

@@ -28,6 +28,7 @@ from offset_pipeline.commit_checks import (
 )
 from offset_pipeline.commit_rules import CommitDecision, commit_log_line
 from offset_pipeline.commit_step import TRANSLATED_COLUMNS, CycleContext, TranslatedRow, commit_group
+from offset_pipeline.kafka_writes.group_io import IsolatedGroupIO
 from offset_pipeline.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.settings import dry_run_default, kafka_timeout_s
@@ -114,7 +115,9 @@ def offset_standby_commits(
                                 f"({type(exc).__name__}); no rewind after a reset this cycle")
             client = None
     clusters = {resource.cluster_name: resource for resource in (idc1, idc2)}
-    admins = {name: resource.admin() for name, resource in clusters.items()}
+    # Each cluster's calls in a child process of its own (kafka_writes/group_io.py): a librdkafka
+    # abort costs the groups in flight on that cluster, not the run.
+    io = IsolatedGroupIO({name: resource.plain() for name, resource in clusters.items()})
     unreachable: dict = {}
 
     kafka_started = time.monotonic()
@@ -122,16 +125,19 @@ def offset_standby_commits(
     def one_group(item):
         group_id, rows = item
         return commit_group(
-            rows, clusters, cycle, active_before=before.get((rows[0].active, group_id)), admins=admins,
+            rows, clusters, cycle, active_before=before.get((rows[0].active, group_id)), io=io,
             unreachable=unreachable,  # shared: a cluster found down spares the groups after it the wait
         )
 
     stored, lines = [], []
-    with ThreadPoolExecutor(max_workers=config.parallel_groups, thread_name_prefix="offset-sync-commit") as pool:
-        # map keeps the groups' order: the stored rows and lines come out sorted by group
-        for plan, group_rows in pool.map(one_group, sorted(by_group.items())):
-            lines += [(commit_log_line(commit), commit.decision in ROUTINE_COMMITS) for commit in plan]
-            stored += group_rows
+    try:
+        with ThreadPoolExecutor(max_workers=config.parallel_groups, thread_name_prefix="offset-sync-commit") as pool:
+            # map keeps the groups' order: the stored rows and lines come out sorted by group
+            for plan, group_rows in pool.map(one_group, sorted(by_group.items())):
+                lines += [(commit_log_line(commit), commit.decision in ROUTINE_COMMITS) for commit in plan]
+                stored += group_rows
+    finally:
+        io.close()
     kafka_s = time.monotonic() - kafka_started
     # One line per decision to the step's stderr (decision_log.py); errors also as Dagster warnings,
     # a bounded number of them (a cluster down would otherwise be one event per group-partition).

@@ -16,7 +16,9 @@ Invariants:
   dies gives :class:`KafkaClientDied` with its exit status. Either way the child is gone, and the next
   call starts a new one.
 * One child serves every call of its owner (a cycle's calls to one cluster), so a cycle pays the
-  start of a child (about a second) once per cluster; :meth:`IsolatedCalls.close` ends it.
+  start of a child (about a second) once per cluster; :meth:`IsolatedCalls.close` ends it. Calls
+  from several threads run at once in it (each answer carries its call's id); a call past its bound
+  kills the child, and the other calls in flight in it end with :class:`KafkaClientDied`.
 * Only module-level functions are called, by name; arguments and results are pickled. An exception
   in the call comes back as :class:`KafkaCallFailed` with the original's one-line description.
 * The child dies with its parent (Linux's parent-death signal): a stopped run leaves none behind.
@@ -28,12 +30,14 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import itertools
 import os
 import pickle
 import signal
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 
@@ -59,74 +63,130 @@ def _exit_status(code: int | None) -> str:
     return f"exit code {code}"
 
 
-class IsolatedCalls:
-    """Calls to one cluster's Kafka client in a child process (see the module's invariants)."""
+class _Child:
+    """One child process and the calls waiting for its answers (by call id)."""
 
     def __init__(self, what: str):
-        self.what = what  # e.g. "idc1": named in errors
-        self._proc: subprocess.Popen | None = None
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=None, close_fds=True,
+        )
+        self.what = what
+        self.lock = threading.Lock()  # pending, ended
+        self.write_lock = threading.Lock()  # one request at a time on the pipe
+        self.pending: dict[int, list] = {}  # call id -> [threading.Event, reply]
+        self.ended: str | None = None  # why no more answers come (set once)
+        threading.Thread(target=self._read, name=f"kafka-isolated-{what}-reader", daemon=True).start()
 
-    def _child(self) -> subprocess.Popen:
-        if self._proc is None or self._proc.poll() is not None:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=None, close_fds=True,
-            )
-        return self._proc
-
-    def call(self, fn: Callable[..., Any], *args: Any, timeout_s: float, **kwargs: Any) -> Any:
-        """``fn(*args, **kwargs)`` in the child; its result, or the error that ended it."""
-        proc = self._child()
-        answer: list = []
-
-        def exchange() -> None:
-            try:
-                pickle.dump((fn.__module__, fn.__qualname__, args, kwargs), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-                proc.stdin.flush()
-                answer.append(pickle.load(proc.stdout))
-            except (EOFError, OSError, pickle.UnpicklingError) as exc:
-                answer.append(("died", repr(exc)))
-
-        worker = threading.Thread(target=exchange, name=f"kafka-isolated-{self.what}", daemon=True)
-        worker.start()
-        worker.join(timeout_s)
-        if worker.is_alive() or not answer:
-            self._kill()
-            worker.join(5)
-            raise TimeoutError(f"the Kafka client process for {self.what} did not answer within {timeout_s:.0f}s")
-        kind, value = answer[0]
-        if kind == "ok":
-            return value
-        if kind == "error":
-            raise KafkaCallFailed(value)
+    def _read(self) -> None:
         try:
-            code = proc.wait(timeout=5)
+            while True:
+                call_id, reply = pickle.load(self.proc.stdout)
+                with self.lock:
+                    slot = self.pending.pop(call_id, None)
+                if slot is not None:
+                    slot[1] = reply
+                    slot[0].set()
+        except (EOFError, OSError, pickle.UnpicklingError, ValueError):
+            pass
+        try:
+            code = self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            self._kill()
-            code = proc.returncode
-        self._proc = None
-        raise KafkaClientDied(f"the Kafka client process for {self.what} ended ({_exit_status(code)}) "
-                              "without answering (librdkafka aborts on some timeouts: confluentinc/librdkafka#4605)")
+            self.proc.kill()
+            code = self.proc.wait()
+        with self.lock:
+            self.ended = self.ended or _exit_status(code)
+            waiting, self.pending = list(self.pending.values()), {}
+        for slot in waiting:
+            slot[1] = ("died", self.ended)
+            slot[0].set()
 
-    def _kill(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
+    def send(self, call_id: int, request: tuple) -> list:
+        slot: list = [threading.Event(), None]
+        with self.lock:
+            if self.ended is not None:
+                slot[1] = ("died", self.ended)
+                slot[0].set()
+                return slot
+            self.pending[call_id] = slot
+        try:
+            with self.write_lock:
+                pickle.dump((call_id, *request), self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+                self.proc.stdin.flush()
+        except OSError:
+            pass  # the child is gone: the reader answers the slot when it sees the end
+        return slot
+
+    def kill(self, why: str) -> None:
+        with self.lock:
+            self.ended = self.ended or why
+        if self.proc.poll() is None:
+            self.proc.kill()
             try:
-                proc.wait(timeout=5)
+                self.proc.wait(timeout=5)  # reaped: no zombie outlives the call that killed it
             except subprocess.TimeoutExpired:
                 pass
 
     def close(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
         try:
-            proc.stdin.close()  # the child ends on end of input
-            proc.wait(timeout=5)
+            self.proc.stdin.close()  # the child ends on end of input, after its calls in flight
+            self.proc.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait(timeout=5)
+            self.kill("closed")
+            self.proc.wait(timeout=5)
+
+
+class IsolatedCalls:
+    """Calls to one cluster's Kafka client in a child process (see the module's invariants).
+    Thread-safe: calls from several threads run at once in the one child."""
+
+    def __init__(self, what: str):
+        self.what = what  # e.g. "idc1": named in errors
+        self._lock = threading.Lock()
+        self._current: _Child | None = None
+        self._ids = itertools.count()
+
+    @property
+    def _proc(self) -> subprocess.Popen | None:
+        """The live child's process (None when there is none)."""
+        child = self._current
+        return child.proc if child is not None and child.ended is None else None
+
+    def _child(self) -> _Child:
+        with self._lock:
+            if self._current is None or self._current.ended is not None:
+                self._current = _Child(self.what)
+            return self._current
+
+    def call(self, fn: Callable[..., Any], *args: Any, timeout_s: float, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` in the child; its result, or the error that ended it."""
+        child = self._child()
+        slot = child.send(next(self._ids), (fn.__module__, fn.__qualname__, args, kwargs))
+        if not slot[0].wait(timeout_s):
+            # The whole child goes: a call stuck in librdkafka cannot be taken back otherwise.
+            # Calls of other threads in flight in it end with KafkaClientDied naming this.
+            child.kill(f"killed: a call did not answer within {timeout_s:.0f}s")
+            self._forget(child)
+            raise TimeoutError(f"the Kafka client process for {self.what} did not answer within {timeout_s:.0f}s")
+        kind, value = slot[1]
+        if kind == "ok":
+            return value
+        if kind == "error":
+            raise KafkaCallFailed(value)
+        self._forget(child)
+        raise KafkaClientDied(f"the Kafka client process for {self.what} ended ({value}) "
+                              "without answering (librdkafka aborts on some timeouts: confluentinc/librdkafka#4605)")
+
+    def _forget(self, child: _Child) -> None:
+        with self._lock:
+            if self._current is child:
+                self._current = None
+
+    def close(self) -> None:
+        with self._lock:
+            child, self._current = self._current, None
+        if child is not None:
+            child.close()
 
     def __enter__(self) -> "IsolatedCalls":
         return self
@@ -147,31 +207,42 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
+_CHILD_THREADS = 32  # calls served at once (the commit step's groups run in parallel)
+
+
+def _answer(call_id: int, module: str, name: str, args, kwargs, channel_out, write_lock: threading.Lock) -> None:
+    try:
+        target = importlib.import_module(module)
+        for part in name.split("."):
+            target = getattr(target, part)
+        reply = ("ok", target(*args, **kwargs))
+    except Exception as exc:  # noqa: BLE001 - every failure of the call goes back to the caller
+        quiet_timeout = isinstance(exc, TimeoutError) and not str(exc)
+        reply = ("error", "TimeoutError: no answer in time" if quiet_timeout else f"{type(exc).__name__}: {exc}")
+    try:
+        data = pickle.dumps((call_id, reply), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001 - an unpicklable result is the call's failure
+        data = pickle.dumps((call_id, ("error", f"the result could not be sent back: {type(exc).__name__}: {exc}")))
+    with write_lock:
+        channel_out.write(data)
+        channel_out.flush()
+
+
 def _serve() -> None:
-    """The child: answer calls until the end of input."""
+    """The child: answer calls (several at once) until the end of input, then finish those in flight."""
     _die_with_parent()
     channel_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed goes to stderr, never into the channel
     sys.stdout = sys.stderr
     channel_in = sys.stdin.buffer
-    while True:
-        try:
-            module, name, args, kwargs = pickle.load(channel_in)
-        except EOFError:
-            return
-        try:
-            target = importlib.import_module(module)
-            for part in name.split("."):
-                target = getattr(target, part)
-            reply = ("ok", target(*args, **kwargs))
-        except Exception as exc:  # noqa: BLE001 - every failure of the call goes back to the caller
-            quiet_timeout = isinstance(exc, TimeoutError) and not str(exc)
-            reply = ("error", "TimeoutError: no answer in time" if quiet_timeout else f"{type(exc).__name__}: {exc}")
-        try:
-            pickle.dump(reply, channel_out, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:  # noqa: BLE001 - an unpicklable result is the call's failure
-            pickle.dump(("error", f"the result could not be sent back: {type(exc).__name__}: {exc}"), channel_out)
-        channel_out.flush()
+    write_lock = threading.Lock()
+    with ThreadPoolExecutor(max_workers=_CHILD_THREADS, thread_name_prefix="isolated-call") as pool:
+        while True:
+            try:
+                call_id, module, name, args, kwargs = pickle.load(channel_in)
+            except EOFError:
+                return
+            pool.submit(_answer, call_id, module, name, args, kwargs, channel_out, write_lock)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from pydantic import field_validator
 
+from offset_pipeline.kafka_reads.cluster_client import ClusterClient, consumer_settings
+
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 # librdkafka syslog level: 3 = errors only. Its default (6) prints every connection event to stderr.
@@ -69,15 +71,12 @@ class KafkaClusterResource(dg.ConfigurableResource):
         return {**self.client_config(), "request.timeout.ms": self.request_timeout_ms}
 
     def consumer_config(self, group_id: str, **overrides: Any) -> dict[str, Any]:
-        """Consumer settings: never commit by itself (the pipeline commits exactly what it
-        computed) and skip aborted transactions by default. ``overrides`` win."""
-        config = {
-            **self.client_config(),
-            "group.id": group_id,
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-        }
-        return {**config, **overrides}
+        """Consumer settings (``cluster_client.consumer_settings``). ``overrides`` win."""
+        return consumer_settings(self.client_config(), group_id, **overrides)
+
+    def plain(self) -> ClusterClient:
+        """The settings as plain data, for Kafka calls in a child process."""
+        return ClusterClient(self.cluster_name, self.client_config(), self.admin_config())
 
     def producer_config(self, **overrides: Any) -> dict[str, Any]:
         return {**self.client_config(), "request.timeout.ms": self.request_timeout_ms, **overrides}
