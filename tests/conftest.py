@@ -13,6 +13,7 @@ import subprocess
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,26 +130,35 @@ def kafka_jars() -> Path:
     return fetch_jars(jars_dir())
 
 
-@pytest.fixture(scope="session")
-def kafka_pair(kafka_jars, tmp_path_factory) -> KafkaPair:
-    base = tmp_path_factory.mktemp("kafka")
+@contextmanager
+def started_pair(kafka_jars: Path, base: Path):
+    """Two single-node clusters, idc1 and idc2, on free ports under ``base``; stopped on exit. For
+    tests that stop, kill or fill brokers of their own (the session's pair is shared)."""
     clusters = [
         KafkaCluster(ClusterSpec(name, free_port(), free_port(), base / name), kafka_jars)
         for name in ("idc1", "idc2")
     ]
     try:
-        for cluster in clusters:
-            cluster.start()
+        with ThreadPoolExecutor(max_workers=len(clusters)) as pool:  # both brokers start at once
+            list(pool.map(lambda cluster: cluster.start(), clusters))
         yield KafkaPair(*clusters)
     finally:
-        # Pooled read consumers (kafka_reads) in this process and in local Spark's Python workers
-        # would keep reconnecting (and logging) to the stopped brokers.
-        from offset_pipeline.kafka_reads.partition_records import CONSUMERS
-
-        CONSUMERS.close()
-        _stop_local_spark()
         for cluster in clusters:
             cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_pair(kafka_jars, tmp_path_factory) -> KafkaPair:
+    with started_pair(kafka_jars, tmp_path_factory.mktemp("kafka")) as pair:
+        try:
+            yield pair
+        finally:
+            # Pooled read consumers (kafka_reads) in this process and in local Spark's Python
+            # workers would keep reconnecting (and logging) to the stopped brokers.
+            from offset_pipeline.kafka_reads.partition_records import CONSUMERS
+
+            CONSUMERS.close()
+            _stop_local_spark()
 
 
 def _stop_local_spark() -> None:

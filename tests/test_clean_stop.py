@@ -1,14 +1,14 @@
-"""A stop of ``bin/up`` leaves nothing behind (issue 14): Ctrl-C in its terminal (SIGINT to its
-process group), SIGINT, SIGTERM or SIGHUP to its pid alone (SIGHUP as the kernel sends it when the
-terminal closes), or dagster dev crashing, stops every process it started -- both brokers, the
-mirror, traffic, consumers, the Spark Connect server and its Python workers, ``dagster dev`` with
-its webserver, daemon, code servers and any in-flight run -- within 30 s.
+"""A stop of ``bin/up`` leaves nothing behind (issue 14): SIGINT, SIGTERM or SIGHUP to its pid alone
+(SIGHUP as the kernel sends it when the terminal closes), or dagster dev crashing, stops every
+process it started -- both brokers, the mirror, traffic, consumers, the Spark Connect server and its
+Python workers, ``dagster dev`` with its webserver, daemon, code servers and any in-flight run --
+within 30 s. Ctrl-C (SIGINT to its process group, as a terminal sends it) is the stop of the UI
+tests' ``bin/up`` at the end of the session, with the same census and limits (tests/ui/conftest.py):
+one start of the whole stack fewer.
 
 Each case starts the README's main command in a pseudo-terminal, on free ports in a temporary
 folder, waits for the UI and for the sync sensor's first run, takes a census of the stack's
-processes and stops it one way. A process belongs to the stack when it descends from ``bin/up``, is
-named in one of the stack's pid files, or carries the stack's folder in its command line or
-environment (the stack's parts are started detached, so they are not all descendants).
+processes (tests/stack_census.py) and stops it one way.
 """
 
 from __future__ import annotations
@@ -23,72 +23,19 @@ import sys
 import termios
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from offset_pipeline.devstack.paths import REPO_ROOT
 from tests.conftest import devstack_env, free_port
+from tests.stack_census import STOP_WITHIN_S, Proc, read_proc, stack_processes, survivors, wait_for_survivors
 from tests.ui.conftest import DagsterUI, artifacts_dir, wait_until_loaded
 
 pytestmark = pytest.mark.kafka
 
-STOP_WITHIN_S = 30.0
 RUNS_QUERY = "{ runsOrError(limit: 20) { ... on Runs { results { runId status jobName } } } }"
 IN_FLIGHT = {"STARTING", "STARTED", "CANCELING"}
-
-
-@dataclass(frozen=True)
-class Proc:
-    pid: int
-    start_ticks: int  # with the pid, names one process even if the pid is reused
-    cmd: str
-
-
-def _read_proc(pid: int) -> tuple[int, str, int, str, bytes] | None:
-    """(ppid, state, start ticks, command line, environment) of a live process, None if gone."""
-    base = Path("/proc") / str(pid)
-    try:
-        stat = (base / "stat").read_text()
-        cmdline = (base / "cmdline").read_bytes()
-        environ = (base / "environ").read_bytes()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    return int(fields[1]), fields[0], int(fields[19]), cmdline.replace(b"\0", b" ").decode(errors="replace"), environ
-
-
-def stack_processes(stack_dir: Path, root_pid: int) -> dict[int, Proc]:
-    """Every live (not zombie) process of the stack in ``stack_dir`` started by ``root_pid``."""
-    marker = str(stack_dir).encode()
-    table = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            info = _read_proc(int(entry.name))
-            if info is not None and info[1] != "Z":
-                table[int(entry.name)] = info
-    from_pid_files = set()
-    for pid_file in stack_dir.rglob("*.pid"):
-        try:
-            from_pid_files.add(int(pid_file.read_text().strip()))
-        except (OSError, ValueError):
-            pass
-    members = {pid for pid, (_, _, _, cmd, environ) in table.items()
-               if pid == root_pid or pid in from_pid_files or marker in cmd.encode() or marker in environ}
-    grew = True
-    while grew:  # descendants of members (a process may have dropped the environment it was given)
-        children = {pid for pid, (ppid, *_) in table.items() if ppid in members} - members
-        members |= children
-        grew = bool(children)
-    return {pid: Proc(pid, table[pid][2], table[pid][3]) for pid in members}
-
-
-def survivors(census: dict[int, Proc], stack_dir: Path, root_pid: int) -> list[Proc]:
-    """Those of ``census`` still running, and any process of the stack that appeared since."""
-    now = stack_processes(stack_dir, root_pid)
-    left = [p for p in census.values() if p.pid in now and now[p.pid].start_ticks == p.start_ticks]
-    return left + [p for pid, p in now.items() if pid not in census]
 
 
 def runs(ui: DagsterUI) -> list[dict]:
@@ -143,9 +90,6 @@ class Terminal:
     def start(self) -> None:
         self._reader.start()
 
-    def ctrl_c(self) -> None:
-        os.write(self.master, b"\x03")  # the terminal sends SIGINT to its foreground process group
-
     def hang_up(self) -> None:
         self._close("master")  # the terminal's session leader (bin/up) gets SIGHUP
 
@@ -163,7 +107,7 @@ class Terminal:
 
 def dagster_dev_pid(bin_up_pid: int) -> int:
     for entry in Path("/proc").iterdir():
-        info = _read_proc(int(entry.name)) if entry.name.isdigit() else None
+        info = read_proc(int(entry.name)) if entry.name.isdigit() else None
         if info and info[0] == bin_up_pid and "bin/dagster dev " in info[3]:
             return int(entry.name)
     raise AssertionError("no dagster dev process under bin/up")
@@ -171,8 +115,6 @@ def dagster_dev_pid(bin_up_pid: int) -> int:
 
 # How each case stops bin/up, and the exit code bin/up then ends with.
 STOPS = {
-    # Ctrl-C typed in bin/up's terminal: SIGINT to the terminal's foreground process group.
-    "ctrl-c-in-terminal": (lambda proc, terminal: terminal.ctrl_c(), 128 + signal.SIGINT),
     "sigint-to-pid": (lambda proc, terminal: os.kill(proc.pid, signal.SIGINT), 128 + signal.SIGINT),
     "sigterm-to-pid": (lambda proc, terminal: os.kill(proc.pid, signal.SIGTERM), 128 + signal.SIGTERM),
     # The terminal window closed: the kernel sends SIGHUP to bin/up's pid, and every later write
@@ -201,16 +143,9 @@ def test_a_stop_of_bin_up_leaves_no_process_behind(stop, kafka_jars, tmp_path):
         wait_until_loaded(ui, proc, timeout=420)
         runs_before = wait_for_a_sync_run(ui, proc)
         census = stack_processes(base, proc.pid)
-        started = time.monotonic()
         send, exit_code = STOPS[stop]
         send(proc, terminal)
-        left = census.values()
-        while left and time.monotonic() - started < STOP_WITHIN_S + 60:  # past the limit: to measure
-            proc.poll()  # reap bin/up, this test's child
-            left = survivors(census, base, proc.pid)
-            if left:
-                time.sleep(0.2)
-        took = time.monotonic() - started
+        left, took = wait_for_survivors(census, base, proc.pid, reap=proc.poll)  # reap bin/up, our child
         report = (f"{stop}: {len(census)} processes, runs {runs_before}; "
                   f"{'all gone' if not left else f'{len(left)} left'} after {took:.1f}s")
         print(report)

@@ -23,10 +23,9 @@ import dagster as dg
 import pytest
 from confluent_kafka import Producer
 
-from offset_pipeline.devstack.cluster import ClusterSpec, KafkaCluster
 from offset_pipeline.devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
 from offset_pipeline.devstack.paths import REPO_ROOT
-from tests.conftest import KafkaPair, free_port, wait_for
+from tests.conftest import started_pair, wait_for
 from tests.test_standby_group_io import Member, committed
 
 pytestmark = pytest.mark.kafka
@@ -39,15 +38,8 @@ DAEMON = str(Path(sys.executable).parent / "dagster-daemon")
 
 @pytest.fixture
 def own_pair(kafka_jars, tmp_path):
-    clusters = [KafkaCluster(ClusterSpec(name, free_port(), free_port(), tmp_path / name), kafka_jars)
-                for name in ("idc1", "idc2")]
-    try:
-        for cluster in clusters:
-            cluster.start()
-        yield KafkaPair(*clusters)
-    finally:
-        for cluster in clusters:
-            cluster.stop()
+    with started_pair(kafka_jars, tmp_path) as pair:
+        yield pair
 
 
 def produce(bootstrap: str, count: int) -> None:

@@ -16,34 +16,26 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from offset_pipeline.devstack.cluster import ClusterSpec, KafkaCluster
 from offset_pipeline.devstack.mirror import ORIGIN_OFFSET_HEADER, DataMirror, MirrorConfig
 from offset_pipeline.devstack.records import read_partition
 
-from .conftest import KafkaPair, free_port, wait_for
+from .conftest import KafkaPair, started_pair, wait_for
 
 pytestmark = pytest.mark.kafka
 
 PARTITIONS = 2
 # How long a killed broker stays down: the length of the fault, not a wait for readiness. The long
-# one outlasts every timeout of the mirror's calls (30 s) and of its transactions (60 s).
+# one outlasts every timeout of the mirror's calls and of its transactions, set here below their
+# defaults (30 s, 60 s) so the test takes seconds, not minutes, longer than the outage.
 SHORT_OUTAGE_S = 4.0
-LONG_OUTAGE_S = 75.0
+CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_S = 10.0, 20.0
+LONG_OUTAGE_S = TRANSACTION_TIMEOUT_S + 10.0
 
 
 @pytest.fixture(scope="module")
 def own_pair(kafka_jars, tmp_path_factory):
-    base = tmp_path_factory.mktemp("recovery")
-    clusters = [
-        KafkaCluster(ClusterSpec(name, free_port(), free_port(), base / name), kafka_jars) for name in ("idc1", "idc2")
-    ]
-    try:
-        for cluster in clusters:
-            cluster.start()
-        yield KafkaPair(*clusters)
-    finally:
-        for cluster in clusters:
-            cluster.stop()
+    with started_pair(kafka_jars, tmp_path_factory.mktemp("recovery")) as pair:
+        yield pair
 
 
 class SteadyTraffic:
@@ -142,6 +134,7 @@ def run_faults(pair: KafkaPair, victim: str, outages: list[float], topic: str, i
     config = MirrorConfig(
         pair.endpoint("idc1"), pair.endpoint("idc2"),
         topic_pattern=f"^{topic.replace('.', '[.]')}$", instance=instance, metadata_refresh_s=1.0,
+        call_timeout_s=CALL_TIMEOUT_S, transaction_timeout_s=TRANSACTION_TIMEOUT_S,
     )
     caplog.set_level(logging.WARNING, logger="offset_pipeline.mirror")
     resumed_after: list[float] = []

@@ -82,6 +82,8 @@ class MirrorConfig:
     extra_client_config: dict[str, str] = field(default_factory=dict)
     # The bound of each blocking client call (metadata, committed positions, init, commit, abort).
     call_timeout_s: float = 30.0
+    # How long the target broker lets an open transaction live before it aborts it by itself.
+    transaction_timeout_s: float = 60.0
     # The longest pause between attempts while a cluster does not answer.
     max_backoff_s: float = 10.0
 
@@ -242,7 +244,7 @@ class DataMirror:
                 "enable.idempotence": True,
                 "acks": "all",
                 "linger.ms": 5,
-                "transaction.timeout.ms": 60000,
+                "transaction.timeout.ms": int(self.config.transaction_timeout_s * 1000),
                 **self._common,
             }
         )

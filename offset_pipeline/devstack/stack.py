@@ -121,10 +121,12 @@ class DevStack:
         spark_before = spark.process().state() if spark is not None else None
         if spark is not None:
             spark.launch()  # the JVM starts while the brokers do; readiness is awaited at the end
-        for cluster in self.clusters:
-            was_dead = cluster.status().dead
-            status = cluster.start()
-            echo(f"cluster {status.line()}" + ("  (restarted: it had died)" if was_dead else ""))
+        # Both brokers start at once (each JVM spends seconds on its own start-up and storage format).
+        was_dead = [cluster.status().dead for cluster in self.clusters]
+        with ThreadPoolExecutor(max_workers=len(self.clusters), thread_name_prefix="broker-start") as pool:
+            statuses = list(pool.map(lambda cluster: cluster.start(), self.clusters))
+        for status, dead in zip(statuses, was_dead):
+            echo(f"cluster {status.line()}" + ("  (restarted: it had died)" if dead else ""))
         # Topics first, on both sides with equal partition counts, so the mirror finds them.
         from offset_pipeline.devstack.traffic import default_plan, ensure_topics
 

@@ -2,6 +2,9 @@
 folder -- both Kafka clusters, the mirror both ways, traffic, consumer groups, the Spark Connect
 server, then ``dagster dev`` with its daemon -- and Debian's headless Chromium driven by Playwright.
 
+At the end of the session the stack is stopped with Ctrl-C and must leave no process behind within
+30 s (issue 14's clean stop; the fixture's teardown fails otherwise).
+
 Screenshots go to ``test-artifacts/ui/`` (``OFFSET_PIPELINE_TEST_ARTIFACTS`` moves the folder): the
 named ones each test takes, and one of the page as it was when each test ended, pass or fail.
 """
@@ -24,6 +27,7 @@ import pytest
 
 from offset_pipeline.devstack.paths import REPO_ROOT
 from tests.conftest import devstack_env, free_port
+from tests.stack_census import STOP_WITHIN_S, stack_processes, survivors, wait_for_survivors
 
 CHROMIUM_ARGS = (
     # As root, Chromium's sandbox cannot start; the rest keep it from calling Google's hosts, which
@@ -118,15 +122,34 @@ def dagster_ui(kafka_jars, tmp_path_factory) -> DagsterUI:
     with open(ui.log_path, "wb") as log:
         proc = subprocess.Popen([str(REPO_ROOT / "bin" / "up")], cwd=REPO_ROOT, env=env, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=interruptible)
+    census: dict = {}
+    stopped: tuple[list, float] | None = None
     try:
         wait_until_loaded(ui, proc, timeout=420)
         yield ui
+        # Ctrl-C, as in bin/up's terminal (issue 14's clean stop; tests/test_clean_stop.py has the
+        # other ways): every process of the stack gone within the limit, bin/up ending with 130.
+        census = stack_processes(base, proc.pid)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+            stopped = wait_for_survivors(census, base, proc.pid, reap=proc.poll)
     finally:
         stop_process_group(proc)
         # bin/up's own exit trap stops the stack; this makes sure, even if bin/up was killed.
         subprocess.run([sys.executable, "-m", "offset_pipeline.devstack", "down"], env=env, timeout=180,
                        capture_output=True)
+        for leftover in survivors(census, base, proc.pid) if census else ():
+            try:
+                os.kill(leftover.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         shutil.copy(ui.log_path, artifacts_dir() / "bin-up.log")
+    assert stopped is not None, f"bin/up had ended before the session's Ctrl-C ({proc.returncode}):\n{ui.log_tail()}"
+    left, took = stopped
+    report = f"Ctrl-C: {len(census)} processes, {'all gone' if not left else f'{len(left)} left'} after {took:.1f}s"
+    assert not left, report + "\n" + "\n".join(f"{p.pid} {p.cmd[:200]}" for p in left) + "\n" + ui.log_tail()
+    assert took <= STOP_WITHIN_S, report + "\n" + ui.log_tail()
+    assert proc.returncode == 128 + signal.SIGINT, report + "\n" + ui.log_tail()
 
 
 @pytest.fixture(scope="session")
