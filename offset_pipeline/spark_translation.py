@@ -279,16 +279,14 @@ def translate_keyed_rows(
     *,
     snapshot_id: str,
     cycle_time_ms: int,
-    window: int = 50,
-    refine_window: int = 200,
-    timeout_s: float = 10.0,
-    mirror_writes_headers: bool = True,
     read_until: float | None = None,
     first_keys: frozenset = frozenset(),
     clock: Callable[[], float] = time.time,
+    **reading: Any,
 ) -> Iterator[list[dict[str, Any]]]:
     """One task's work: the result rows of each key (:data:`PARTITION_KEY`) of ``by_key``, the
-    ``first_keys`` first, the others in their given order.
+    ``first_keys`` first, the others in their given order. ``reading``: the read settings of
+    :func:`translate_partition_rows` (window, refine_window, timeout_s, mirror_writes_headers).
 
     Invariants: every input row gives exactly one result row; once ``clock()`` passes ``read_until``
     no further partition is read, and the rows of every key not read yet are
@@ -307,10 +305,8 @@ def translate_keyed_rows(
                 snapshot_id, cycle_time_ms,
             )
             continue
-        yield translate_partition_rows(
-            rows, active_confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms, window=window,
-            refine_window=refine_window, timeout_s=timeout_s, mirror_writes_headers=mirror_writes_headers,
-        )
+        yield translate_partition_rows(rows, active_confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
+                                       **reading)
 
 
 #: One task reads one Kafka partition for all its groups: rows with the same key go to one task.
