@@ -9,6 +9,7 @@ on the embedded ClickHouse engine; the whole cycle on real brokers is in tests/t
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
 from hypothesis import given
@@ -123,8 +124,9 @@ def test_deferrals_are_kept_per_cycle_and_read_back_by_key(chdb_dsn):
     client = ClickHouseResource(dsn=chdb_dsn).get_client()
     deferrals.ensure_table(client)
     keys = {("t 'q'", 0, "idc1", "idc2"), ("t 'q'", 3, "idc2", "idc1")}
-    assert deferrals.insert_deferred(client, "s1", 1_000, keys) == 2
-    assert deferrals.insert_deferred(client, "s2", 2_000, set()) == 0
+    now_ms = int(time.time() * 1000)  # rows of long ago would be gone by the table's one-day TTL
+    assert deferrals.insert_deferred(client, "s1", now_ms, keys) == 2
+    assert deferrals.insert_deferred(client, "s2", now_ms + 1, set()) == 0
     assert deferrals.deferred_by(client, "s1") == keys
     assert deferrals.deferred_by(client, "s2") == set()
     assert deferrals.deferred_by(client, None) == set()

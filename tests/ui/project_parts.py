@@ -43,7 +43,7 @@ PROJECT = ProjectParts(
     },
     checks_by_asset={
         "offset_snapshot": frozenset({"clusters_readable"}),
-        "offset_translations": frozenset({"translation_engine_available"}),
+        "offset_translations": frozenset({"translation_engine_available", "translation_complete"}),
         "offset_sync_metrics": frozenset({"metrics_written"}),
         "offset_standby_commits": frozenset({"no_loss", "sync_freshness"}),
         "offset_fast_forwards": frozenset({"no_loss"}),
