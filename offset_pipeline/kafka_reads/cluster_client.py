@@ -33,8 +33,12 @@ class ClusterClient:
         return consumer_settings(self.client_config, group_id, **overrides)
 
     def admin(self) -> AdminClient:
-        """This process's admin client for the cluster (made on first use, then reused)."""
-        key = tuple(sorted((k, str(v)) for k, v in self.admin_config.items()))
-        if key not in _ADMINS:
-            _ADMINS[key] = AdminClient(self.admin_config)
-        return _ADMINS[key]
+        return shared_admin(self.admin_config)
+
+
+def shared_admin(admin_config: dict[str, Any]) -> AdminClient:
+    """This process's admin client for ``admin_config`` (made on first use, then reused)."""
+    key = tuple(sorted((k, str(v)) for k, v in admin_config.items()))
+    if key not in _ADMINS:
+        _ADMINS[key] = AdminClient(admin_config)
+    return _ADMINS[key]

@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka.admin import AdminClient
-
+from offset_pipeline.kafka_reads.cluster_client import shared_admin
 from offset_pipeline.kafka_reads.group_offsets import (
     GroupFilter,
     GroupState,
@@ -25,14 +24,6 @@ from offset_pipeline.kafka_reads.group_offsets import (
     topic_timestamp_types,
 )
 
-_ADMINS: dict[tuple, AdminClient] = {}
-
-
-def _admin(admin_config: dict[str, Any]) -> AdminClient:
-    key = tuple(sorted((k, str(v)) for k, v in admin_config.items()))
-    if key not in _ADMINS:
-        _ADMINS[key] = AdminClient(admin_config)
-    return _ADMINS[key]
 
 
 @dataclass(frozen=True)
@@ -48,14 +39,14 @@ class ClusterRanges:
 def cluster_groups(admin_config: dict[str, Any], cluster: str, group_filter: GroupFilter,
                    timeout_s: float) -> list[GroupState]:
     """Every matching group's state and committed offsets on ``cluster`` (raises when listing fails)."""
-    return read_groups(_admin(admin_config), cluster, group_filter, timeout_s=timeout_s)
+    return read_groups(shared_admin(admin_config), cluster, group_filter, timeout_s=timeout_s)
 
 
 def cluster_ranges(admin_config: dict[str, Any], cluster: str, partitions: list[tuple[str, int]],
                    timeout_s: float) -> ClusterRanges:
     """Log start/end/last stable offset of the ``partitions`` that exist on ``cluster``, and their
     topics' timestamp types; a partition (or a topic config) that cannot be read is in ``errors``."""
-    admin = _admin(admin_config)
+    admin = shared_admin(admin_config)
     errors: dict[tuple[str, int], str] = {}
     try:
         counts = topic_partition_counts(admin, timeout_s=timeout_s)

@@ -146,12 +146,6 @@ class IsolatedCalls:
         self._current: _Child | None = None
         self._ids = itertools.count()
 
-    @property
-    def _proc(self) -> subprocess.Popen | None:
-        """The live child's process (None when there is none)."""
-        child = self._current
-        return child.proc if child is not None and child.ended is None else None
-
     def _child(self) -> _Child:
         with self._lock:
             if self._current is None or self._current.ended is not None:
