@@ -497,6 +497,11 @@ class DataMirror:
         """After a failed transaction: resolve it (abort, or a new producer when the producer is
         unusable or the abort fails), then rewind to the committed positions."""
         started = self._transaction_began  # the outage began at the latest with the failed transaction
+        # Unassign first: an assigned consumer keeps fetching while the target is waited for, and
+        # librdkafka holds each fetch response for its queued records (measured: +50 MB of RSS
+        # over a 2-minute target outage at 2,000 partitions, never given back). The positions
+        # are read back from the target only once the transaction is resolved (below).
+        partitions = self._rewind_to_committed()
         if is_fatal(failure):
             action = "fatal error: new producer"
             self._replace_producer()
@@ -509,7 +514,6 @@ class DataMirror:
             except KafkaException as exc:
                 action = f"abort failed ({exc}): new producer"
                 self._replace_producer()
-        partitions = self._rewind_to_committed()
         self._retry("reading committed positions", self.refresh_assignment)
         took = time.monotonic() - started
         self.stats.recoveries += 1
