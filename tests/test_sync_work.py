@@ -174,12 +174,15 @@ def test_history_reads_previous_snapshot_commits_and_directions(chdb_dsn):
     assert hist.committed_before == {("idc1", G): {("t", 0): 8}, ("idc2", G): {("t", 0): 2}}
     assert hist.written_by_sync == {}  # no commits table yet
     client.command(
-        "CREATE TABLE offset_commits (snapshot_id String, group_id String, topic String, partition UInt32, "
-        "standby String, new_offset Nullable(Int64), applied Bool) ENGINE = MergeTree ORDER BY snapshot_id"
+        "CREATE TABLE offset_commits (snapshot_id String, cycle_time DateTime64(3, 'UTC'), group_id String, "
+        "topic String, partition UInt32, standby String, new_offset Nullable(Int64), applied Bool) "
+        "ENGINE = MergeTree ORDER BY snapshot_id"
     )
-    client.insert("offset_commits", [["s1", G, "t", 0, "idc2", 4, True], ["s1", G, "t", 1, "idc2", 9, False],
-                                     ["s2", G, "t", 0, "idc2", 6, True]],
-                  column_names=["snapshot_id", "group_id", "topic", "partition", "standby", "new_offset", "applied"])
+    at = datetime.fromtimestamp((t0 + 1500) / 1000, tz=timezone.utc)  # each run commits after its snapshot
+    client.insert("offset_commits", [["s1", at, G, "t", 0, "idc2", 4, True], ["s1", at, G, "t", 1, "idc2", 9, False],
+                                     ["s2", at, G, "t", 0, "idc2", 6, True]],
+                  column_names=["snapshot_id", "cycle_time", "group_id", "topic", "partition", "standby",
+                                "new_offset", "applied"])
     hist = direction_history(client, "s2")
     assert hist.written_by_sync == {("idc2", G): {("t", 0): 4}}  # applied writes of the previous run only
 

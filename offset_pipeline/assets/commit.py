@@ -108,7 +108,8 @@ def offset_standby_commits(
     recorded: dict = {}
     if client is not None:
         try:
-            before = snapshots.previous_committed_offsets(client, snapshot_id, sorted(by_group))
+            before = snapshots.previous_committed_offsets(client, snapshot_id, sorted(by_group),
+                                                          (idc1.cluster_name, idc2.cluster_name))
             recorded = commits.last_recorded_offsets(client, by_group)
         except Exception as exc:  # noqa: BLE001 - commits go on; only rewinds wait for ClickHouse
             context.log.warning(f"offset-sync clickhouse unavailable: reading the previous snapshot failed "

@@ -45,7 +45,7 @@ from offset_pipeline import cycle_carry
 from offset_pipeline.assets.snapshot import SNAPSHOT_ROWS
 from offset_pipeline.storage import deferrals, fast_forwards, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
-from offset_pipeline.storage.history import direction_history, previous_snapshot_id
+from offset_pipeline.storage.history import direction_history, previous_snapshot
 from offset_pipeline.sync_work import SNAPSHOT_COLUMNS, DirectionHistory, build_work
 from offset_pipeline.translation import TranslationStatus
 from offset_pipeline.translation.translate import quote_log_text
@@ -100,6 +100,7 @@ class TranslationConfig(dg.Config):
     shape_min_evidence: int = 20
 
 
+SNAPSHOT_GROUP, SNAPSHOT_TOPIC, SNAPSHOT_PARTITION = (SNAPSHOT_COLUMNS.index(c) for c in ("group_id", "topic", "partition"))
 _SNAPSHOT_QUERY = (
     f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM {snapshots.TABLE} WHERE snapshot_id = {{sid:String}}"
 )
@@ -152,11 +153,16 @@ def offset_translations(
     anchors, points, history, first_keys = {}, {}, DirectionHistory(), set()
     if client is not None:
         try:
-            anchors = translations.latest_anchors(client)
+            # The snapshot's groups and partitions: the recent history is read first and only
+            # what it lacks is looked up further back (storage/recent.py).
+            group_ids = {row[SNAPSHOT_GROUP] for row in snapshot_rows}
+            triples = {(row[SNAPSHOT_GROUP], row[SNAPSHOT_TOPIC], int(row[SNAPSHOT_PARTITION])) for row in snapshot_rows}
+            anchors = translations.latest_anchors(client, triples, clusters)
             points = fast_forwards.latest_points(client)  # kept fast-forwards (stale partitions)
-            previous = previous_snapshot_id(client, snapshot_id)
-            history = direction_history(client, snapshot_id, previous)
-            first_keys = deferrals.deferred_by(client, previous)  # what the last cycle did not reach
+            previous = previous_snapshot(client, snapshot_id)
+            history = direction_history(client, snapshot_id, previous, group_ids, cycle_time_ms)
+            # what the last cycle did not reach
+            first_keys = deferrals.deferred_by(client, previous.snapshot_id if previous else None)
         except Exception as exc:  # noqa: BLE001 - the history is an aid, not a requirement
             history_error = f"reading earlier cycles failed: {type(exc).__name__}: {str(exc)[:300]}"
             anchors, points, history, first_keys, client = {}, {}, DirectionHistory(), set(), None

@@ -10,9 +10,11 @@ by day so whole days expire as whole parts.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import astuple, dataclass, fields
 from datetime import datetime, timezone
 
+from offset_pipeline.storage.recent import now_ms, recent
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
 
 TABLE = "offset_snapshots"
@@ -91,23 +93,63 @@ def insert_rows(client, rows: list[SnapshotRow]) -> int:
     return len(rows)
 
 
+def snapshot_time_ms(client, snapshot_id: str) -> int | None:
+    """When ``snapshot_id`` was taken (epoch ms), or None when it has no row. A recent snapshot
+    (the usual case: this cycle's own) is found in the recent parts alone (storage/recent.py)."""
+    for window in (f"AND {recent('snapshot_time')}", ""):
+        rows = client.query(
+            f"SELECT toUnixTimestamp64Milli(min(snapshot_time)), count() FROM {TABLE} "
+            f"WHERE snapshot_id = {{sid:String}} {window}",
+            parameters={"sid": snapshot_id, "at_ms": now_ms()},
+        ).result_rows
+        if rows and rows[0][1]:
+            return int(rows[0][0])
+    return None
+
+
 def previous_committed_offsets(
-    client, snapshot_id: str, group_ids: list[str]
+    client, snapshot_id: str, group_ids: list[str], clusters: Iterable[str] = ()
 ) -> dict[tuple[str, str], dict[tuple[str, int], int]]:
     """(cluster, group) -> {(topic, partition): committed offset} in that group's newest snapshot on
     that cluster taken before ``snapshot_id`` (the group's own previous snapshot, which need not be
-    the cycle's previous one). Pairs with no earlier snapshot are absent."""
+    the cycle's previous one). Pairs with no earlier snapshot are absent.
+
+    Each pair's newest snapshot is looked for in the hours before ``snapshot_id`` first; a group
+    without one there on each of ``clusters`` (and on each cluster seen) is looked up in its whole
+    history by the primary index (storage/recent.py)."""
     if not group_ids:
+        return {}
+    taken_ms = snapshot_time_ms(client, snapshot_id)
+    if taken_ms is None:
+        return {}
+
+    def newest(groups: list[str], window: str) -> dict[tuple[str, str], tuple[str, int]]:
+        rows = client.query(
+            f"SELECT cluster, group_id, argMax(snapshot_id, snapshot_time), "
+            f"toUnixTimestamp64Milli(max(snapshot_time)) FROM {TABLE} "
+            "WHERE group_id IN {groups:Array(String)} "
+            f"AND snapshot_time < fromUnixTimestamp64Milli({{taken_ms:Int64}}, 'UTC') {window} "
+            "GROUP BY cluster, group_id",
+            parameters={"groups": groups, "taken_ms": taken_ms},
+        ).result_rows
+        return {(cluster, group_id): (sid, int(ms)) for cluster, group_id, sid, ms in rows}
+
+    wanted = sorted(set(group_ids))
+    pairs = newest(wanted, f"AND {recent('snapshot_time', 'taken_ms')}")
+    names = set(clusters) | {cluster for cluster, _ in pairs}
+    lacking = [g for g in wanted if any((c, g) not in pairs for c in names) or not names]
+    if lacking:
+        pairs = {k: v for k, v in pairs.items() if k[1] not in set(lacking)} | newest(lacking, "")
+    if not pairs:
         return {}
     rows = client.query(
         f"SELECT cluster, group_id, topic, partition, committed_offset FROM {TABLE} "
         "WHERE group_id IN {groups:Array(String)} AND committed_offset IS NOT NULL "
-        "AND (cluster, group_id, snapshot_id) IN ("
-        f"  SELECT cluster, group_id, argMax(snapshot_id, snapshot_time) FROM {TABLE} "
-        "  WHERE group_id IN {groups:Array(String)} "
-        f"  AND snapshot_time < (SELECT min(snapshot_time) FROM {TABLE} WHERE snapshot_id = {{sid:String}}) "
-        "  GROUP BY cluster, group_id)",
-        parameters={"groups": list(group_ids), "sid": snapshot_id},
+        "AND (cluster, group_id, snapshot_id) IN {pairs:Array(Tuple(String, String, String))} "
+        "AND snapshot_time >= fromUnixTimestamp64Milli({oldest_ms:Int64}, 'UTC')",
+        parameters={"groups": sorted({g for _, g in pairs}),
+                    "pairs": sorted((c, g, sid) for (c, g), (sid, _) in pairs.items()),
+                    "oldest_ms": min(ms for _, ms in pairs.values())},
     ).result_rows
     out: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
     for cluster, group_id, topic, partition, offset in rows:
