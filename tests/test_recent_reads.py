@@ -1,7 +1,6 @@
 """The per-cycle reads that look at recent rows first (storage/recent.py) return exactly what a read
 of the whole table returns: keys whose newest row is inside the window, keys whose rows are all
-older, keys whose newest recent row drops what an older row kept, and keys with rows on both
-sides. Each case is checked against the whole-table form of the same reader (or, where the
+older, and keys with rows on both sides. Each case is checked against the whole-table form of the same reader (or, where the
 reader has none, against the value written).
 """
 
@@ -29,35 +28,6 @@ CLUSTERS = ("idc1", "idc2")
 
 def client_of(dsn):
     return ClickHouseResource(dsn=dsn).get_client()
-
-
-def anchor(group, partition, active, standby, offsets, ms, topic="t"):
-    a, s = offsets if offsets else (None, None)
-    return {"group_id": group, "topic": topic, "partition": partition, "active": active, "standby": standby,
-            "active_offset": a, "standby_offset": s, "snapshot_id": f"s{ms}", "kept_at": ms}
-
-
-def test_latest_anchors_of_partitions_equal_the_whole_table_read(chdb_dsn):
-    client = client_of(chdb_dsn)
-    translations.ensure_tables(client)
-    translations.insert_anchors(client, [
-        anchor("old-only", 0, "idc1", "idc2", (5, 4), OLD_MS),  # idle for hours: found by the fallback
-        anchor("both", 0, "idc1", "idc2", (5, 4), OLD_MS),
-        anchor("both", 0, "idc1", "idc2", (9, 8), NOW_MS),  # the recent row wins
-        anchor("both", 0, "idc2", "idc1", (3, 3), OLD_MS),  # the other direction has only an old row
-        anchor("dropped", 0, "idc1", "idc2", (7, 6), OLD_MS),
-        anchor("dropped", 0, "idc1", "idc2", None, NOW_MS),  # dropped recently: never resurrected
-        anchor("g'quote", 1, "idc2", "idc1", (2, 1), OLD_MS, topic="t,x"),
-        anchor("not-asked", 0, "idc1", "idc2", (1, 1), NOW_MS),
-    ])
-    partitions = {("old-only", "t", 0), ("both", "t", 0), ("dropped", "t", 0), ("g'quote", "t,x", 1),
-                  ("never-written", "t", 0)}
-    whole = translations.latest_anchors(client)
-    recent_first = translations.latest_anchors(client, partitions, CLUSTERS)
-    assert recent_first == {k: v for k, v in whole.items() if k[:3] in partitions}
-    assert recent_first[("both", "t", 0, "idc1", "idc2")].active_offset == 9
-    assert ("both", "t", 0, "idc2", "idc1") in recent_first and ("old-only", "t", 0, "idc1", "idc2") in recent_first
-    assert not any(k[0] == "dropped" for k in recent_first)
 
 
 def snapshot_row(sid, ms, cluster, group, committed, partition=0):

@@ -100,7 +100,7 @@ class TranslationConfig(dg.Config):
     shape_min_evidence: int = 20
 
 
-SNAPSHOT_GROUP, SNAPSHOT_TOPIC, SNAPSHOT_PARTITION = (SNAPSHOT_COLUMNS.index(c) for c in ("group_id", "topic", "partition"))
+SNAPSHOT_GROUP = SNAPSHOT_COLUMNS.index("group_id")
 _SNAPSHOT_QUERY = (
     f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM {snapshots.TABLE} WHERE snapshot_id = {{sid:String}}"
 )
@@ -153,11 +153,10 @@ def offset_translations(
     anchors, points, history, first_keys = {}, {}, DirectionHistory(), set()
     if client is not None:
         try:
-            # The snapshot's groups and partitions: the recent history is read first and only
-            # what it lacks is looked up further back (storage/recent.py).
+            # The snapshot's groups: the recent history is read first and only the groups it lacks
+            # are looked up further back (storage/recent.py).
             group_ids = {row[SNAPSHOT_GROUP] for row in snapshot_rows}
-            triples = {(row[SNAPSHOT_GROUP], row[SNAPSHOT_TOPIC], int(row[SNAPSHOT_PARTITION])) for row in snapshot_rows}
-            anchors = translations.latest_anchors(client, triples, clusters)
+            anchors = translations.latest_anchors(client)
             points = fast_forwards.latest_points(client)  # kept fast-forwards (stale partitions)
             previous = previous_snapshot(client, snapshot_id)
             history = direction_history(client, snapshot_id, previous, group_ids, cycle_time_ms)

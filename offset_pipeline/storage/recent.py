@@ -6,10 +6,15 @@ billion rows a table. A read of "the newest row of each key" over the whole tabl
 slow each cycle a little more every day (``bench/history_reads.py`` measures it).
 
 The rule that keeps those reads exact: the newest row of a key that has *any* row in the last
-:data:`RECENT_HOURS` is among those rows. So a read first looks only at rows that recent (ClickHouse
-skips the older parts by each part's min/max time), and only the keys it wanted and did not find
-there are looked up again in the whole history, by their group id: the first column of every
-sorting key, so the primary index finds their rows without a scan.
+:data:`RECENT_HOURS` is among those rows. So a read first looks only at rows that recent, and only
+the keys it wanted and did not find there are looked up again in the whole history, by their group
+id: the first column of every sorting key, so the primary index finds their rows without a scan.
+
+What it buys: the tables are partitioned by day, so ClickHouse skips every day before the window;
+within a day each part is sorted by group, not time, so a read still goes through the day's
+partition (or two, just after midnight). The cost stops growing with the retention, not yet with
+the day. ``offset_anchors`` (not partitioned, time last in its key) gains nothing from a window and
+is still read whole.
 
 Invariant (``tests/test_recent_reads.py``): every reader built on this returns exactly what it
 returned when it read the whole table, for rows inside and outside the window alike.

@@ -19,10 +19,8 @@ any character.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime, timezone
 
-from offset_pipeline.storage.recent import now_ms, recent
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl, rollup_ttl
 from offset_pipeline.translation.result import Anchor
 
@@ -140,42 +138,19 @@ def insert_anchors(client, rows: list[dict]) -> int:
     return len(data)
 
 
-def latest_anchors(client, partitions: Iterable[tuple[str, str, int]] | None = None,
-                   clusters: tuple[str, str] = ("", "")) -> dict[AnchorKey, Anchor]:
+def latest_anchors(client) -> dict[AnchorKey, Anchor]:
     """The anchor each (group, topic, partition, active, standby) keeps now: its newest row, unless
-    that row dropped it.
-
-    With ``partitions`` (the (group, topic, partition) the caller needs) and the two ``clusters``,
-    the recent rows are read first and only the keys (both directions of each partition) without
-    one are looked up in the whole history, by the primary index (storage/recent.py); the result
-    then holds only those keys. Without ``partitions``, the whole table is read."""
-
-    def read(where: str, **parameters) -> dict[AnchorKey, tuple]:
-        result = client.query(
-            f"SELECT group_id, topic, partition, active, standby, "
-            # A tuple, not the Nullable columns: aggregates skip NULL arguments, which would resurrect a
-            # dropped anchor.
-            f"argMax(tuple(active_offset, standby_offset), kept_at) "
-            f"FROM {ANCHORS_TABLE} {where} GROUP BY group_id, topic, partition, active, standby",
-            parameters=parameters,
-        )
-        return {(g, t, int(p), a, s): newest for g, t, p, a, s, newest in result.result_rows}
-
-    if partitions is None:
-        newest = read("")
-    else:
-        one, other = clusters
-        wanted = {(g, t, int(p), a, s) for g, t, p in partitions for a, s in ((one, other), (other, one))}
-        newest = {k: v for k, v in read(f"WHERE {recent('kept_at')}", at_ms=now_ms()).items() if k in wanted}
-        missing = wanted - set(newest)
-        if missing:
-            # (group, topic, partition) leads the sorting key: the primary index finds these rows.
-            older = read("WHERE (group_id, topic, partition) IN {keys:Array(Tuple(String, String, UInt32))}",
-                         keys=sorted({k[:3] for k in missing}))
-            newest.update({k: v for k, v in older.items() if k in missing})
+    that row dropped it."""
+    result = client.query(
+        f"SELECT group_id, topic, partition, active, standby, "
+        # A tuple, not the Nullable columns: aggregates skip NULL arguments, which would resurrect a
+        # dropped anchor.
+        f"argMax(tuple(active_offset, standby_offset), kept_at) "
+        f"FROM {ANCHORS_TABLE} GROUP BY group_id, topic, partition, active, standby"
+    )
     out: dict[AnchorKey, Anchor] = {}
-    for (group_id, topic, partition, active, standby), (a, s) in newest.items():
+    for group_id, topic, partition, active, standby, (a, s) in result.result_rows:
         if a is None or s is None:
             continue
-        out[(group_id, topic, partition, active, standby)] = Anchor(active, standby, int(a), int(s))
+        out[(group_id, topic, int(partition), active, standby)] = Anchor(active, standby, int(a), int(s))
     return out
