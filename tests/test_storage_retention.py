@@ -86,7 +86,10 @@ def test_every_table_the_project_creates_has_a_ttl(client):
     tables = _merge_tree_tables(client)
     assert PROJECT_TABLES <= set(tables)
     without_ttl = {name for name, create in tables.items() if " TTL " not in create}
-    assert without_ttl == set()
+    # the one-row-per-key state tables, and no other, go without: replacing merges bound them
+    assert without_ttl == set(retention.UNEXPIRED_STATE_TABLES)
+    for name in retention.UNEXPIRED_STATE_TABLES:
+        assert "ReplacingMergeTree" in tables[name]
     # the TTLs follow the settings: history tables keep TTL_DAYS whole days after their day
     assert f"toIntervalDay({TTL_DAYS + 1})" in tables["offset_snapshots"]
     assert f"toIntervalDay({retention.DEFAULT_ROLLUP_TTL_DAYS + 1})" in tables["offset_sync_metrics_1m"]
@@ -237,9 +240,11 @@ def test_the_current_anchor_of_every_key_survives_the_ttl(client):
     before = translations.latest_anchors(client)
     assert set(before) == {unchanged, superseded_old, superseded_new, back, other_direction}
 
-    _optimize(client, translations.ANCHORS_TABLE)
+    _optimize(client, translations.ANCHORS_TABLE, translations.ANCHORS_CURRENT_TABLE)
 
     assert translations.latest_anchors(client) == before
+    # the current table: one row per key, the drop included (a drop never expires, see translations.py)
+    assert client.query(f"SELECT count() FROM {translations.ANCHORS_CURRENT_TABLE}").result_rows[0][0] == 6
     rows = client.query(
         f"SELECT partition, active, count() FROM {translations.ANCHORS_TABLE} GROUP BY partition, active"
     ).result_rows

@@ -15,7 +15,8 @@ Settings (environment, read when the code location loads and again whenever a ta
 Invariants:
 
 * Every MergeTree table the project creates has a TTL (``tests/test_storage_retention.py`` reads
-  ``system.tables``).
+  ``system.tables``), except :data:`UNEXPIRED_STATE_TABLES`: tables of one row per key (the
+  replacing merges bound them), whose rows are current state and must never expire.
 * A row of UTC day ``D`` with ``N`` days of retention expires at ``D + N + 1`` (00:00 UTC): it is
   there for the whole of day ``D + N``, so ``N >= horizon`` covers every audit of the horizon.
 * State tables never lose the current state of a key, however old: their TTL rolls expired rows
@@ -38,6 +39,10 @@ from offset_pipeline.settings import positive_number
 AUDIT_HORIZON_ENV = "OFFSET_PIPELINE_AUDIT_HORIZON_DAYS"
 HISTORY_TTL_ENV = "OFFSET_PIPELINE_CLICKHOUSE_TTL_DAYS"
 ROLLUP_TTL_ENV = "OFFSET_PIPELINE_METRICS_ROLLUP_TTL_DAYS"
+
+#: Tables of one row per key, kept by replacing merges rather than a TTL (storage/translations.py
+#: says why a drop of an anchor may not expire either).
+UNEXPIRED_STATE_TABLES = frozenset({"offset_anchors_current"})
 
 DEFAULT_AUDIT_HORIZON_DAYS = 35
 DEFAULT_HISTORY_TTL_DAYS = 35
