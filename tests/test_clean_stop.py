@@ -105,6 +105,18 @@ class Terminal:
             os.close(fd)
 
 
+def signal_state(pid: int) -> str:
+    """Where ``pid`` waits and what it does with signals (blocked, ignored, caught, pending), from
+    /proc: what a stop that changed nothing needs explained."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+    except OSError as exc:
+        return f"pid {pid}: {exc}"
+    wanted = ("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")
+    return f"pid {pid} wchan={wchan} " + " ".join(line.replace("\t", "") for line in status if line.startswith(wanted))
+
+
 def dagster_dev_pid(bin_up_pid: int) -> int:
     for entry in Path("/proc").iterdir():
         info = read_proc(int(entry.name)) if entry.name.isdigit() else None
@@ -149,7 +161,8 @@ def test_a_stop_of_bin_up_leaves_no_process_behind(stop, kafka_jars, tmp_path):
         report = (f"{stop}: {len(census)} processes, runs {runs_before}; "
                   f"{'all gone' if not left else f'{len(left)} left'} after {took:.1f}s")
         print(report)
-        assert not left, report + "\n" + "\n".join(f"{p.pid} {p.cmd[:200]}" for p in left) + "\n" + ui.log_tail()
+        assert not left, (report + "\n" + "\n".join(f"{p.pid} {p.cmd[:200]}" for p in left) + "\n"
+                          + signal_state(proc.pid) + "\n" + ui.log_tail())
         assert took <= STOP_WITHIN_S, report + "\n" + ui.log_tail()
         assert proc.wait(timeout=10) == exit_code, ui.log_tail()
     finally:

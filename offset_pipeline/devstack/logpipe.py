@@ -85,6 +85,21 @@ def run(log_path: str, command: list[str], max_bytes: int, backups: int) -> int:
     writer = rotating_writer(log_path, max_bytes, backups)
     stamp = lambda: time.strftime("%Y-%m-%dT%H:%M:%S")  # noqa: E731
     writer.info(f"\n=== starting {' '.join(command)} at {stamp()} (wrapper pid {os.getpid()}) ===")
+    # The handlers are in place before the command exists: a stop that comes while it is being
+    # started (the child is forked, the handler not yet set) must neither kill the wrapper alone,
+    # leaving the command to die by the parent-death signal after the stopper stopped waiting, nor
+    # be lost. It is passed on as soon as there is a command to pass it to.
+    started: list[subprocess.Popen] = []
+    pending: list[int] = []
+
+    def on_signal(signum, _frame) -> None:
+        if started:
+            _forward(started[0], signum)
+        else:
+            pending.append(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
     try:
         child = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -93,8 +108,9 @@ def run(log_path: str, command: list[str], max_bytes: int, backups: int) -> int:
     except OSError as exc:
         writer.info(f"=== could not start: {exc} ===")
         return 127
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, _frame: _forward(child, signum))
+    started.append(child)
+    for signum in pending:
+        _forward(child, signum)
     reader = threading.Thread(target=_copy_lines, args=(child.stdout, writer), daemon=True)
     reader.start()
     code = child.wait()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from offset_pipeline.storage.recent import now_ms, recent
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
 from offset_pipeline.translation.shape import HeaderObservation
 
@@ -77,13 +78,23 @@ def observations_since(client, topics: list[str], since_ms: int) -> dict[tuple[s
     return {(t, c): HeaderObservation(c, int(loc), int(cop), int(mal)) for t, c, loc, cop, mal in rows}
 
 
-def last_sampled(client, topics: list[str]) -> dict[str, int]:
-    """topic -> epoch ms of its newest observation (topics never sampled are absent)."""
+def last_sampled(client, topics: list[str], at_ms: int | None = None) -> dict[str, int]:
+    """topic -> epoch ms of its newest observation (topics never sampled are absent). The recent
+    rows first; only the topics without one there are looked up further back, by the primary index
+    (the sorting key starts with the topic; storage/recent.py)."""
     if not topics:
         return {}
-    rows = client.query(
-        f"SELECT topic, toUnixTimestamp64Milli(max(observed_at)) FROM {TABLE} "
-        "WHERE topic IN {topics:Array(String)} GROUP BY topic",
-        parameters={"topics": list(topics)},
-    ).result_rows
-    return {t: int(ms) for t, ms in rows}
+
+    def read(wanted: list[str], window: str) -> dict[str, int]:
+        rows = client.query(
+            f"SELECT topic, toUnixTimestamp64Milli(max(observed_at)) FROM {TABLE} "
+            f"WHERE topic IN {{topics:Array(String)}} {window} GROUP BY topic",
+            parameters={"topics": wanted, "at_ms": now_ms() if at_ms is None else at_ms},
+        ).result_rows
+        return {t: int(ms) for t, ms in rows}
+
+    newest = read(sorted(set(topics)), f"AND {recent('observed_at')}")
+    missing = sorted(set(topics) - set(newest))
+    if missing:
+        newest |= read(missing, "")
+    return newest
