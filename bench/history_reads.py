@@ -361,6 +361,14 @@ class _Row:
         self.topic, self.partition = topic, partition
 
 
+def _direction(grp: int) -> tuple[str, str]:
+    """(active, standby) of group number ``grp`` in the generated rows (_BASE): even groups active on
+    idc1, odd ones on idc2, undecided ones ('', '')."""
+    if grp % UNDECIDED_EVERY == UNDECIDED_EVERY - 1:
+        return "", ""
+    return ("idc1", "idc2") if grp % 2 == 0 else ("idc2", "idc1")
+
+
 def reads(client, layout: Layout) -> list[dict]:
     """Every per-cycle and per-tick read, with the arguments the assets and the sensor pass.
 
@@ -383,9 +391,12 @@ def reads(client, layout: Layout) -> list[dict]:
     clusters = ("idc1", "idc2")
     utc = timezone.utc
 
-    def ctx(at_ms: int) -> dict:
+    # the monitoring rows' keys, as the generator writes them: (group, topic, partition, active, standby)
+    metric_keys = [(g, t, p, *_direction(int(g[1:]))) for g, t, p in keys]
+
+    def ctx(at_ms: int, wanted_keys=metric_keys) -> dict:
         # the names the product's functions use for "what the cycle needs" and "when it is"
-        return {"group_ids": groups, "partitions": triples, "clusters": clusters, "at_ms": at_ms}
+        return {"group_ids": groups, "partitions": triples, "clusters": clusters, "at_ms": at_ms, "keys": wanted_keys}
 
     # the previous snapshot, as the translation step finds it (a SnapshotRef or an id, by version)
     find_previous = getattr(history, "previous_snapshot", None) or history.previous_snapshot_id
@@ -398,6 +409,8 @@ def reads(client, layout: Layout) -> list[dict]:
         "until": datetime.fromtimestamp(earlier_until / 1000, tz=utc),
         "since": datetime.fromtimestamp((earlier_until - max(MIRROR_WINDOW_S * 1000, 600_000)) / 1000, tz=utc),
         "topics": topics,
+        # the run's rows are read from its start less an hour (assets/metrics.py RUN_START_MARGIN_S)
+        "run_since": datetime.fromtimestamp((t_snap - 3600_000) / 1000, tz=utc),
     }
     S, T, A = snapshots.TABLE, translations.TRANSLATIONS_TABLE, translations.ANCHORS_TABLE
     C, M, F = commits.TABLE, metrics.TABLE, fast_forwards.TABLE
@@ -441,7 +454,8 @@ def reads(client, layout: Layout) -> list[dict]:
           ("offset_pipeline.assets.metrics", "_EARLIER_LOG_ENDS_QUERY"), values={**metrics_values, "at_ms": t_metrics}),
         e("metrics", "assets.metrics._FACTS_QUERY", [T, C], ("offset_pipeline.assets.metrics", "_FACTS_QUERY"),
           values={**metrics_values, "at_ms": t_metrics}, settings={"join_use_nulls": 1}),
-        e("metrics", "metrics.previous_state", [M], metrics.previous_state, (groups, t_metrics), ctx(t_metrics)),
+        e("metrics", "metrics.previous_state", [M], metrics.previous_state, (groups, t_metrics), ctx(t_metrics),
+          "drop"),
         e("metrics", "assets.metrics._CONVERGENCE_QUERY", [metrics.ROLLUP],
           ("offset_pipeline.assets.metrics", "_CONVERGENCE_QUERY"),
           values={"since": datetime.fromtimestamp(t_metrics / 1000 - GRAPH_HOURS * 3600, tz=utc)}),
@@ -450,7 +464,7 @@ def reads(client, layout: Layout) -> list[dict]:
         e("stale sensor", "stale_history.partition_histories", [S, T],
           ("offset_pipeline.storage.stale_history", "partition_histories"), (sensor_since,)),
         e("fast-forward run", "metrics.previous_state (one group)", [M], metrics.previous_state,
-          ([groups[0]], t_sensor), ctx(t_sensor)),
+          ([groups[0]], t_sensor), ctx(t_sensor, [k for k in metric_keys if k[0] == groups[0]]), "drop"),
     ]
 
 

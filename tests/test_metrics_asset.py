@@ -9,6 +9,7 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
+from offset_pipeline.assets import metrics as metrics_asset
 from offset_pipeline.assets.metrics import offset_sync_metrics
 from offset_pipeline.storage import metrics
 from tests.test_commit_asset import PARTITIONS, Cycles, mirrored_topic, odd_group  # noqa: F401 - fixture
@@ -18,7 +19,7 @@ from tests.test_standby_group_io import Member
 pytestmark = pytest.mark.kafka
 
 
-def test_dry_run_then_synced_cycles_give_d_dd_and_statuses(kafka_pair, chdb_dsn, mirrored_topic):
+def test_dry_run_then_synced_cycles_give_d_dd_and_statuses(kafka_pair, chdb_dsn, mirrored_topic, monkeypatch):
     topic, per_partition = mirrored_topic
     group = odd_group() + " it's"  # a single quote too: the dashboards' variables must escape it
     c = {p: per_partition - 7 for p in range(PARTITIONS)}
@@ -28,6 +29,8 @@ def test_dry_run_then_synced_cycles_give_d_dd_and_statuses(kafka_pair, chdb_dsn,
     try:
         dry = cycles.run(dry_run=True, extra_assets=[offset_sync_metrics])
         real = cycles.run(extra_assets=[offset_sync_metrics])
+        # the third cycle's commit rows are not carried: its facts are read back from ClickHouse
+        monkeypatch.setattr(metrics_asset, "COMMIT_ROWS", "not carried")
         again = cycles.run(extra_assets=[offset_sync_metrics])
     finally:
         member.close()
@@ -59,6 +62,9 @@ def test_dry_run_then_synced_cycles_give_d_dd_and_statuses(kafka_pair, chdb_dsn,
     assert rolled == (3 * PARTITIONS, 2 * PARTITIONS, 3 * PARTITIONS, 0)
 
     meta = again.asset_materializations_for_node("offset_sync_metrics")[0].metadata
+    assert meta["cycle_rows_from"].value == "clickhouse"
+    assert cycles.instance.get_run_record_by_id(again.run_id).start_time is not None  # read from the run's start on
+    assert real.asset_materializations_for_node("offset_sync_metrics")[0].metadata["cycle_rows_from"].value == "carried"
     assert meta["group_partitions"].value == PARTITIONS
     table = meta["status_table"].value
     assert group.replace("|", "\\|") in table and topic in table

@@ -9,8 +9,9 @@ from __future__ import annotations
 import time
 
 from offset_pipeline.commit_step import TranslatedRow
+from offset_pipeline.monitoring.metric_rules import MetricRow
 from offset_pipeline.resources.clickhouse import ClickHouseResource
-from offset_pipeline.storage import commits, snapshots, translations
+from offset_pipeline.storage import commits, metrics, snapshots, translations
 from offset_pipeline.storage.history import (
     committed_offsets,
     previous_directions,
@@ -136,3 +137,58 @@ def test_sync_writes_are_read_from_the_runs_own_time_on(chdb_dsn):
     # a write stamped before the run's snapshot cannot be the run's: the time bound leaves it out
     commits.insert_rows(client, [commit_row("g", 2, OLD_MS - 5_000, sid="run-1", new_offset=9)])
     assert sync_writes(client, "run-1") == {("idc2", "g"): {("t", 0): 7}}
+
+
+def metric_row(group, ms, d, last_synced_ms, *, partition=0, active="idc1", standby="idc2"):
+    return MetricRow(
+        cycle_time_ms=ms, group_id=group, topic="t", partition=partition, active=active, standby=standby, f=None,
+        g=None, d=d, dd=None, synced=last_synced_ms == ms, last_synced_ms=last_synced_ms, sync_age_s=None,
+        translated=True, exact=False, header_hit=False, status="header_anchor", strategy="header_anchor",
+        sync_status="Mirroring",
+    )
+
+
+def test_previous_metric_state_of_the_wanted_keys_equals_the_whole_table_read(chdb_dsn):
+    client = client_of(chdb_dsn)
+    metrics.ensure_tables(client)
+    recent = NOW_MS - 60_000
+    metrics.insert_rows(client, [
+        # newest d and sync in the window (this cycle's own row, at NOW_MS, is not "before")
+        metric_row("g", OLD_MS, 3, OLD_MS), metric_row("g", recent, 5, recent), metric_row("g", NOW_MS, 99, NOW_MS),
+        metric_row("g", OLD_MS, 8, OLD_MS, active="idc2", standby="idc1"),  # the other direction: only old rows
+        metric_row("g", recent, 1, recent, partition=1),  # not wanted
+        metric_row("quiet", OLD_MS, 2, OLD_MS),  # only old rows
+        # carried forward: the window's rows hold the old sync, as metric_rows writes them
+        metric_row("carried", OLD_MS - 60_000, 1, OLD_MS - 60_000), metric_row("carried", recent, 2, OLD_MS - 60_000),
+        metric_row("never", OLD_MS, None, None), metric_row("never", recent, None, None),  # no d, no sync ever
+    ])
+    wanted = [(g, "t", 0, "idc1", "idc2") for g in ("g", "quiet", "carried", "never", "nobody")]
+    wanted.append(("g", "t", 0, "idc2", "idc1"))
+    groups = sorted({k[0] for k in wanted})
+    whole_d, whole_synced = metrics.previous_state(client, groups, NOW_MS)
+    previous_d, last_synced = metrics.previous_state(client, groups, NOW_MS, keys=wanted)
+    assert previous_d == {k: v for k, v in whole_d.items() if k in wanted}
+    assert last_synced == {k: v for k, v in whole_synced.items() if k in wanted}
+    key = {g: (g, "t", 0, "idc1", "idc2") for g in ("g", "quiet", "carried")}
+    assert previous_d == {key["g"]: 5, ("g", "t", 0, "idc2", "idc1"): 8, key["quiet"]: 2, key["carried"]: 2}
+    assert last_synced == {key["g"]: recent, ("g", "t", 0, "idc2", "idc1"): OLD_MS, key["quiet"]: OLD_MS,
+                           key["carried"]: OLD_MS - 60_000}
+    assert metrics.previous_state(client, groups, NOW_MS, keys=[]) == ({}, {})
+
+
+def test_previous_metric_state_of_a_key_with_recent_rows_comes_from_the_window_alone(chdb_dsn):
+    # What the window changes on purpose (storage/metrics.py): a key with rows in the last hours is
+    # answered from them; its older rows are not read.
+    client = client_of(chdb_dsn)
+    metrics.ensure_tables(client)
+    recent = NOW_MS - 60_000
+    metrics.insert_rows(client, [
+        # no d in the window: no previous d, rather than one of hours ago
+        metric_row("no-d-now", OLD_MS, 4, OLD_MS), metric_row("no-d-now", recent, None, OLD_MS),
+        # a window row that did not carry the old sync (written before the old row was replayed)
+        metric_row("late", OLD_MS, 6, OLD_MS), metric_row("late", recent, 7, None),
+    ])
+    wanted = [("no-d-now", "t", 0, "idc1", "idc2"), ("late", "t", 0, "idc1", "idc2")]
+    previous_d, last_synced = metrics.previous_state(client, ["late", "no-d-now"], NOW_MS, keys=wanted)
+    assert previous_d == {wanted[1]: 7}
+    assert last_synced == {wanted[0]: OLD_MS}

@@ -117,7 +117,8 @@ def offset_fast_forwards(
     ]
     metric_count = 0
     if facts:
-        previous_d, last_synced = metrics.previous_state(client, [config.group_id], now_ms)
+        previous_d, last_synced = metrics.previous_state(client, [config.group_id], now_ms,
+                                                         keys=[f.key for f in facts])
         metric_count = metrics.insert_rows(
             client, metric_rows(now_ms, facts, previous_d, last_synced, lagging_after_s=config.lagging_after_s))
 

@@ -1,7 +1,9 @@
 """``offset_sync_metrics``: each cycle, the monitoring rows of every group-partition (DESIGN.md §7).
 
-Reads this run's translations, commit decisions and snapshot log ends from ClickHouse, computes
-``d = f - g``, ``dd``, the sync age and a status per group-partition with the pure
+Takes this run's translations, commit decisions and snapshot log ends from the earlier steps in this
+process (``cycle_carry.py``; from ClickHouse only when they are not here: a step re-executed alone),
+reads what it needs of earlier cycles from ClickHouse (recent rows first: ``storage/recent.py``),
+computes ``d = f - g``, ``dd``, the sync age and a status per group-partition with the pure
 ``monitoring/metric_rules.py``, and appends them to ``offset_sync_metrics`` (the per-minute rollup
 ``offset_sync_metrics_1m`` fills itself). The metadata carries the status table per group and topic
 and the convergence graph (dD and its 10-minute sum per cluster) as a picture.
@@ -10,6 +12,7 @@ and the convergence graph (dD and its 10-minute sum per cluster) as a picture.
 import time
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
+from enum import Enum
 
 import dagster as dg
 from clickhouse_connect.driver.exceptions import Error as ClickHouseClientError
@@ -19,6 +22,8 @@ from offset_pipeline.monitoring.convergence_plot import as_markdown_image, conve
 from offset_pipeline.monitoring.metric_rules import STATUS_ORDER, CycleFacts, metric_rows, worst, worst_first
 from offset_pipeline.resources import ClickHouseResource
 from offset_pipeline import cycle_carry
+from offset_pipeline.assets.commit import COMMIT_ROWS
+from offset_pipeline.assets.snapshot import SNAPSHOT_ROWS
 from offset_pipeline.assets.translation import TRANSLATION_ROWS
 from offset_pipeline.storage import commits, metrics, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
@@ -35,13 +40,17 @@ class MetricsConfig(dg.Config):
     graph_hours: float = Field(default=2.0, gt=0)
 
 
+# The run's own rows, read back by snapshot id when they were not carried (_cycle_rows). The tables
+# are sorted by group first, so a snapshot id alone reads every day kept; a run's rows are never
+# older than the run (run_rows_since), so the days before it are skipped.
 _FACTS_QUERY = (
     "SELECT t.group_id, t.topic, t.partition, t.active, t.standby, t.committed, t.standby_offset, t.status, "
     "t.strategy, c.decision, c.applied, c.committed_after, t.timestamp_inversion "
     f"FROM {translations.TRANSLATIONS_TABLE} AS t "
-    f"LEFT JOIN (SELECT * FROM {commits.TABLE} WHERE snapshot_id = {{sid:String}}) AS c "
+    f"LEFT JOIN (SELECT * FROM {commits.TABLE} WHERE snapshot_id = {{sid:String}} "
+    "AND cycle_time >= {run_since:DateTime64(3, 'UTC')}) AS c "
     "ON t.group_id = c.group_id AND t.topic = c.topic AND t.partition = c.partition "
-    "WHERE t.snapshot_id = {sid:String}"
+    "WHERE t.snapshot_id = {sid:String} AND t.cycle_time >= {run_since:DateTime64(3, 'UTC')}"
 )
 _CONVERGENCE_QUERY = (
     f"SELECT minute, active, sum(dd_sum) FROM {metrics.ROLLUP} "
@@ -56,8 +65,13 @@ _EARLIER_LOG_ENDS_QUERY = (
 )
 _LOG_ENDS_QUERY = (
     f"SELECT DISTINCT cluster, topic, partition, log_end FROM {snapshots.TABLE} "
-    "WHERE snapshot_id = {sid:String} AND topic_present"
+    "WHERE snapshot_id = {sid:String} AND snapshot_time >= {run_since:DateTime64(3, 'UTC')} AND topic_present"
 )
+#: How far before the run's start its rows are still looked for: the run's start is stamped by the
+#: Dagster instance, the rows' times by the steps' clock, which may differ.
+RUN_START_MARGIN_S = 3600.0
+# The bound when the run's start is unknown: none.
+_NO_BOUND = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 METRICS_WRITTEN_CHECK = "metrics_written"
@@ -96,10 +110,7 @@ def offset_sync_metrics(
 
 def _with_clickhouse(context, config, writer, replay, snapshot_id: str, cycle_time_ms: int, started: float):
     client = writer.client
-    log_end = {
-        (cluster, topic, int(partition)): end
-        for cluster, topic, partition, end in client.query(_LOG_ENDS_QUERY, parameters={"sid": snapshot_id}).result_rows
-    }
+    log_end, fact_rows, rows_from = _cycle_rows(context, client, snapshot_id)
     window_ms = int(config.mirror_window_s * 1000)
     earlier = {
         (cluster, topic, int(partition)): end
@@ -117,16 +128,15 @@ def _with_clickhouse(context, config, writer, replay, snapshot_id: str, cycle_ti
         return log_end[a] > earlier[a] and log_end[s] == earlier[s]
 
     facts = []
-    for g, t, p, active, standby, c, offset, status, strategy, decision, applied, after, inversion in client.query(
-        _FACTS_QUERY, parameters={"sid": snapshot_id}, settings={"join_use_nulls": 1},
-    ).result_rows:
+    for g, t, p, active, standby, c, offset, status, strategy, decision, applied, after, inversion in fact_rows:
         facts.append(CycleFacts(
             g, t, int(p), active, standby, c, offset, status, strategy, decision or None, bool(applied), after,
             active_log_end=log_end.get((active, t, int(p))), standby_log_end=log_end.get((standby, t, int(p))),
             timestamp_inversion=bool(inversion),
             mirror_stalled=bool(active and standby) and mirror_stalled(active, standby, t, int(p)),
         ))
-    previous_d, last_synced = metrics.previous_state(client, sorted({f.group_id for f in facts}), cycle_time_ms)
+    previous_d, last_synced = metrics.previous_state(client, sorted({f.group_id for f in facts}), cycle_time_ms,
+                                                     keys=[f.key for f in facts])
     rows = metric_rows(cycle_time_ms, facts, previous_d, last_synced, lagging_after_s=config.lagging_after_s)
     written = metrics.insert_rows(writer, rows)
 
@@ -154,6 +164,7 @@ def _with_clickhouse(context, config, writer, replay, snapshot_id: str, cycle_ti
     return dg.MaterializeResult(
         metadata={
             "group_partitions": written,
+            "cycle_rows_from": rows_from,
             **{f"partitions_{s}": statuses[s] for s in STATUS_ORDER},
             **{f"groups_{s}": group_status[s] for s in STATUS_ORDER},
             # the worst group-topics only: every cycle's metadata stays in Dagster's storage, and at
@@ -172,6 +183,73 @@ def _with_clickhouse(context, config, writer, replay, snapshot_id: str, cycle_ti
             metadata={"spooled_rows_replayed": replay.rows, "spooled_files_pending": replay.pending_files},
         )],
     )
+
+
+def _cycle_rows(context, client, snapshot_id: str) -> tuple[dict, list[tuple], str]:
+    """This run's log ends and facts rows (:func:`carried_cycle_rows`), and where they came from:
+    the earlier steps' rows in this process when all three are here ("carried"), else ClickHouse
+    ("clickhouse": a step re-executed alone; read from the run's start on)."""
+    carried = [cycle_carry.get(snapshot_id, key) for key in (SNAPSHOT_ROWS, TRANSLATION_ROWS, COMMIT_ROWS)]
+    if all(rows is not None for rows in carried):
+        return *carried_cycle_rows(*carried), "carried"
+    parameters = {"sid": snapshot_id, "run_since": run_rows_since(context)}
+    log_end = {
+        (cluster, topic, int(partition)): end
+        for cluster, topic, partition, end in client.query(_LOG_ENDS_QUERY, parameters=parameters).result_rows
+    }
+    fact_rows = client.query(_FACTS_QUERY, parameters=parameters, settings={"join_use_nulls": 1}).result_rows
+    return log_end, fact_rows, "clickhouse"
+
+
+def carried_cycle_rows(snapshot_rows, translation_rows, commit_rows) -> tuple[dict, list[tuple]]:
+    """This run's log ends and facts rows from the rows its earlier steps carried (``SnapshotRow``,
+    translation result dicts, ``CommitRow``), equal to what ``_LOG_ENDS_QUERY`` and ``_FACTS_QUERY``
+    (with ``join_use_nulls``) read once they are inserted, types included (ints, None, enum members
+    as their string values, bools):
+
+    * log ends: (cluster, topic, partition) -> ``log_end`` of the snapshot rows whose topic is
+      present (one value per key: a snapshot reads each partition's range once per cluster);
+    * facts: one tuple per translation row and commit row of the same group, topic and partition
+      (a LEFT JOIN: the commit step records one per translated row), with the commit's
+      ``decision``, ``applied`` and ``committed_after``; a translation row without one comes once,
+      with None for all three (``join_use_nulls``: NULL, not the columns' defaults)."""
+    log_end = {
+        (_text(r.cluster), _text(r.topic), int(r.partition)): _int(r.log_end) for r in snapshot_rows if r.topic_present
+    }
+    by_partition: dict[tuple, list] = defaultdict(list)
+    for c in commit_rows:
+        by_partition[(_text(c.group_id), _text(c.topic), int(c.partition))].append(
+            (_text(c.decision), bool(c.applied), _int(c.committed_after)))
+    facts = []
+    for t in translation_rows:
+        key = (_text(t["group_id"]), _text(t["topic"]), int(t["partition"]))
+        translated = (*key, _text(t["active"]), _text(t["standby"]), _int(t["committed"]), _int(t["standby_offset"]),
+                      _text(t["status"]), _text(t["strategy"]))
+        for commit in by_partition.get(key) or [(None, None, None)]:
+            facts.append((*translated, *commit, bool(t["timestamp_inversion"])))
+    return log_end, facts
+
+
+def _int(value) -> int | None:
+    return None if value is None else int(value)
+
+
+def _text(value):
+    """A string column's value as ClickHouse gives it back: an enum member as its value."""
+    return value.value if isinstance(value, Enum) else value
+
+
+def run_rows_since(context) -> datetime:
+    """The earliest time a row of this run can carry: the run's start (Dagster's run record) less
+    :data:`RUN_START_MARGIN_S`; 1970 (no bound) when the start is unknown."""
+    try:
+        record = context.instance.get_run_record_by_id(context.run.run_id)
+    except Exception:  # noqa: BLE001 - without the bound the read is slower, not wrong
+        record = None
+    start = record.start_time if record is not None else None
+    if start is None:
+        return _NO_BOUND
+    return datetime.fromtimestamp(start - RUN_START_MARGIN_S, tz=timezone.utc)
 
 
 def _without_clickhouse(context, spool, error: str, replay, started: float) -> dg.MaterializeResult:

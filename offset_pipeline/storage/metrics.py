@@ -17,10 +17,12 @@ any character).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import astuple, fields
 from datetime import datetime, timezone
 
 from offset_pipeline.monitoring.metric_rules import MetricRow
+from offset_pipeline.storage.recent import recent
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
 
 TABLE = "offset_sync_metrics"
@@ -176,23 +178,54 @@ def insert_rows(client, rows: list[MetricRow]) -> int:
     return len(rows)
 
 
-def previous_state(client, group_ids: list[str], before_ms: int) -> tuple[dict, dict]:
-    """Per (group, topic, partition, active, standby): the newest ``d`` and the newest synced cycle
-    time (epoch ms) of the rows before ``before_ms``."""
-    if not group_ids:
-        return {}, {}
-    rows = client.query(
-        f"SELECT group_id, topic, partition, active, standby, argMax(d, cycle_time), "
-        f"toUnixTimestamp64Milli(max(last_synced)) FROM {TABLE} "
-        "WHERE group_id IN {groups:Array(String)} AND cycle_time < {before:DateTime64(3, 'UTC')} "
-        "GROUP BY group_id, topic, partition, active, standby",
-        parameters={"groups": list(group_ids), "before": _utc(before_ms)},
-    ).result_rows
-    previous_d, last_synced = {}, {}
-    for g, t, p, a, s, d, synced_ms in rows:
-        key = (g, t, int(p), a, s)
-        if d is not None:
-            previous_d[key] = int(d)
-        if synced_ms is not None:
-            last_synced[key] = int(synced_ms)
+Key = tuple[str, str, int, str, str]  # group, topic, partition, active, standby (metric_rules.Key)
+
+
+def previous_state(client, group_ids: Iterable[str], before_ms: int, *,
+                   keys: Iterable[Key] | None = None) -> tuple[dict, dict]:
+    """Per (group, topic, partition, active, standby): the newest ``d`` that is not NULL and the
+    newest synced cycle time (epoch ms, ``max(last_synced)``) of the rows before ``before_ms``.
+    Keys without such a value are absent from that dict.
+
+    Without ``keys`` the groups' whole history is read. With ``keys`` (the keys the caller needs)
+    only they are returned, and from the last ``RECENT_HOURS`` before ``before_ms`` (storage/recent.py):
+    a key with any row there is answered from those rows; only the keys without one are read over
+    their whole history, by the primary index. So a cycle reads about a day's partition, not 35.
+
+    What the window changes, on purpose (``tests/test_recent_reads.py``):
+
+    * ``last_synced``: nothing while runs follow one another. Each row carries its key's newest sync
+      forward (``metric_rules.metric_rows``), so the window's newest row holds it however old it
+      is. A row written late (replayed from the spool) after a newer one was computed is not
+      carried into it; the sync age then reads high until the key's next sync.
+    * ``d``: a key whose rows of the last hours all lack a ``d`` (undecided, a cluster down) has no
+      previous ``d``, so its first ``dd`` after that stretch is missing rather than measured
+      against a ``d`` of hours ago. Reading those keys' whole history instead would cost every
+      cycle of an outage a scan of every affected key's 35 days."""
+    groups = sorted(set(group_ids))
+
+    def read(where: str, **parameters) -> dict[Key, tuple[int | None, int | None]]:
+        rows = client.query(
+            "SELECT group_id, topic, partition, active, standby, argMax(d, cycle_time), "
+            f"toUnixTimestamp64Milli(max(last_synced)) FROM {TABLE} "
+            f"WHERE cycle_time < fromUnixTimestamp64Milli({{before_ms:Int64}}, 'UTC') AND {where} "
+            "GROUP BY group_id, topic, partition, active, standby",
+            parameters={"before_ms": before_ms, **parameters},
+        ).result_rows
+        return {(g, t, int(p), a, s): (None if d is None else int(d), None if ms is None else int(ms))
+                for g, t, p, a, s, d, ms in rows}
+
+    if keys is None:
+        state = read("group_id IN {groups:Array(String)}", groups=groups) if groups else {}
+    else:
+        wanted = set(keys)
+        window = read(f"group_id IN {{groups:Array(String)}} AND {recent('cycle_time', 'before_ms')}",
+                      groups=sorted({k[0] for k in wanted})) if wanted else {}
+        state = {k: v for k, v in window.items() if k in wanted}  # a key with a row in the window
+        missing = sorted(wanted - set(state))
+        if missing:
+            state |= read("(group_id, topic, partition, active, standby) IN "
+                          "{keys:Array(Tuple(String, String, UInt32, String, String))}", keys=missing)
+    previous_d = {k: d for k, (d, _) in state.items() if d is not None}
+    last_synced = {k: ms for k, (_, ms) in state.items() if ms is not None}
     return previous_d, last_synced
