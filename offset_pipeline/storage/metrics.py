@@ -147,8 +147,15 @@ def ensure_tables(client) -> None:
     for table, ddl, ttl in ((TABLE, DDL, delete_ttl("cycle_time", retention.history_days)),
                             (ROLLUP, ROLLUP_DDL, delete_ttl("minute", retention.rollup_days))):
         client.command(ddl)
+        # One read of the table's columns, then an ALTER only for those missing: the step ensures
+        # its tables every cycle, and an ALTER per declared column was ~45 statements, 0.24 s.
+        present = {name for (name,) in client.query(
+            "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = {t:String}",
+            parameters={"t": table},
+        ).result_rows}
         for name, kind in _declared_columns(ddl):
-            client.command(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name} {kind}")
+            if name not in present:
+                client.command(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name} {kind}")
         ensure_ttl(client, table, ttl)
     client.command(ROLLUP_VIEW_DDL)
     views = client.query(
