@@ -150,7 +150,7 @@ class Soak:
         self.stop = threading.Event()
         self.base = (args.work_dir or Path(tempfile.mkdtemp(prefix="offset-pipeline-soak-"))).resolve()
         self.base.mkdir(parents=True, exist_ok=True)
-        self.samples = {"rss": [], "bytes": [], "runs": [], "load": []}
+        self.samples = {"rss": [], "rss_anon": [], "bytes": [], "runs": [], "load": []}
         self.runs: dict[str, RunSeen] = {}
         self.windows: list[dict] = []
         self.stack = None
@@ -259,17 +259,18 @@ class Soak:
         for cluster in self.stack.clusters:
             pid = cluster.pid()
             if procs.alive(pid):
-                roles[f"broker-{cluster.spec.name}"] = (pid, sum(procs.rss_bytes(p) for p in procs.tree(pid, kids)))
+                roles[f"broker-{cluster.spec.name}"] = (pid, *procs.memory_of(procs.tree(pid, kids)))
         parts = [(p.name, p.pid()) for p in self.stack.processes()] + [("spark-connect", self.stack.spark_connect.pid())]
         for name, pid in parts:
             if procs.alive(pid):
-                roles[name] = (pid, sum(procs.rss_bytes(p) for p in procs.tree(pid, kids)))
+                roles[name] = (pid, *procs.memory_of(procs.tree(pid, kids)))
         if self.load and self.load.poll() is None:
-            roles["soak-load"] = (self.load.pid, procs.rss_bytes(self.load.pid))
+            roles["soak-load"] = (self.load.pid, *procs.memory(self.load.pid))
         roles.update(self.dagster.roles(kids))
-        roles["soak-driver"] = (os.getpid(), procs.rss_bytes(os.getpid()))
-        for role, (pid, rss) in roles.items():
+        roles["soak-driver"] = (os.getpid(), *procs.memory(os.getpid()))
+        for role, (pid, rss, anon) in roles.items():
             self.samples["rss"].append((now, role, pid, rss))
+            self.samples["rss_anon"].append((now, role, pid, anon))
         ch = self.clickhouse_path
         ch_dir = ch if ch.is_dir() else ch.with_name(ch.name + ".soak-down")
         # the product's and the stack's logs; not the soak's own load generator's
@@ -412,11 +413,18 @@ class Soak:
                            "cycles_to_recover": k, "baseline": baseline, "shares": shares})
         sync_runs = [r for r in self.runs.values() if r.job == SYNC_JOB]
         all_runs = list(self.runs.values())
-        by_role: dict[str, list] = {}
-        for ts, role, pid, rss in self.samples["rss"]:
-            by_role.setdefault(role, []).append((ts, pid, rss))
-        rss = {role: rss_slope_pct_per_hour(s, args.warmup_s, min_span_s=min(600.0, args.duration_s / 4))
-               for role, s in by_role.items() if not role.endswith("run-workers")}
+        def slopes(series: str) -> dict:
+            by_role: dict[str, list] = {}
+            for ts, role, pid, value in self.samples[series]:
+                by_role.setdefault(role, []).append((ts, pid, value))
+            return {role: rss_slope_pct_per_hour(s, args.warmup_s, min_span_s=min(600.0, args.duration_s / 4))
+                    for role, s in by_role.items() if not role.endswith("run-workers")}
+
+        rss = slopes("rss")
+        for role, anon in slopes("rss_anon").items():
+            if role in rss:
+                rss[role]["anon_mean_mb"] = anon["mean_mb"]
+                rss[role]["anon_slope_pct_per_h"] = anon["slope_pct_per_h"]
         by_store: dict[str, list] = {}
         for ts, store, size in self.samples["bytes"]:
             by_store.setdefault(store, []).append((ts, size))

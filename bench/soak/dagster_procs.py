@@ -95,7 +95,7 @@ class DagsterProcesses:
                 except subprocess.TimeoutExpired:
                     pass
 
-    def roles(self, kids: dict[int, list[int]]) -> dict[str, tuple[int, int]]:
+    def roles(self, kids: dict[int, list[int]]) -> dict[str, tuple[int, int, int]]:
         out = procs.dagster_roles("dagster-daemon", self.daemon_pid(), kids)
         out.update(procs.dagster_roles("dagster-webserver", self.webserver_pid(), kids))
         return out

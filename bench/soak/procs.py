@@ -26,13 +26,27 @@ def cmdline(pid: int) -> str:
 
 
 def rss_bytes(pid: int) -> int:
+    return memory(pid)[0]
+
+
+def memory(pid: int) -> tuple[int, int]:
+    """``(RSS, anonymous RSS)`` in bytes. RSS also counts the pages of mapped files (a broker's
+    index files, jars, chdb's parts), which the kernel may drop at any time; the anonymous part
+    (heaps, stacks) is what a leak grows."""
     text = _read(f"/proc/{pid}/status")
     if not text:
-        return 0
+        return 0, 0
+    values = {}
     for line in text.splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
+        if line.startswith(("VmRSS:", "RssAnon:")):
+            values[line.split(":")[0]] = int(line.split()[1]) * 1024
+    return values.get("VmRSS", 0), values.get("RssAnon", 0)
+
+
+def memory_of(pids) -> tuple[int, int]:
+    """``(RSS, anonymous RSS)`` summed over ``pids``."""
+    pairs = [memory(p) for p in pids]
+    return sum(r for r, _ in pairs), sum(a for _, a in pairs)
 
 
 def children_map() -> dict[int, list[int]]:
@@ -66,29 +80,29 @@ def alive(pid: int | None) -> bool:
     return bool(stat) and stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
-def dagster_roles(prefix: str, root: int | None, kids: dict[int, list[int]]) -> dict[str, tuple[int, int]]:
-    """``{role: (segment pid, RSS)}`` for a dagster-daemon or webserver tree."""
+def dagster_roles(prefix: str, root: int | None, kids: dict[int, list[int]]) -> dict[str, tuple[int, int, int]]:
+    """``{role: (segment pid, RSS, anonymous RSS)}`` for a dagster-daemon or webserver tree."""
     if not alive(root):
         return {}
-    roles: dict[str, tuple[int, int]] = {}
-    code_pid = code_rss = run_rss = 0
-    own = rss_bytes(root)
+    roles: dict[str, tuple[int, int, int]] = {}
+    code_pid = 0
+    own, code, runs = [root], [], []
     for pid in tree(root, kids)[1:]:
         cmd = cmdline(pid)
         if "multiprocessing.spawn" in cmd or "execute_run" in cmd:
-            run_rss += rss_bytes(pid)  # a run worker (the code server starts one per run)
+            runs.append(pid)  # a run worker (the code server starts one per run)
         elif "grpc" in cmd or "resource_tracker" in cmd:
             code_pid = code_pid or pid
-            code_rss += rss_bytes(pid)
+            code.append(pid)
         else:
-            own += rss_bytes(pid)
-    roles[prefix] = (root, own)
+            own.append(pid)
+    roles[prefix] = (root, *memory_of(own))
     if code_pid:
         # The daemon replaces its code server every minute or so (Dagster's own reload), the old one
         # ending on its heartbeat: one segment (pid 0) for all of them, fitted across replacements.
-        roles[f"{prefix}-code-server"] = (0, code_rss)
-    if run_rss:
-        roles[f"{prefix}-run-workers"] = (0, run_rss)  # short-lived: no slope fitted
+        roles[f"{prefix}-code-server"] = (0, *memory_of(code))
+    if runs:
+        roles[f"{prefix}-run-workers"] = (0, *memory_of(runs))  # short-lived: no slope fitted
     return roles
 
 

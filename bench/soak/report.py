@@ -43,10 +43,12 @@ def table(result: dict) -> str:
                 "unidentified", "read_errors"):
         lines.append(f"| {key.replace('_', ' ')} | {c[key]} |")
     lines.append("")
-    lines.append("| process | mean RSS (MB) | slope after warm-up (%/h) | fitted over (min) | restarts seen |")
-    lines.append("|---|---|---|---|---|")
+    lines.append("| process | mean RSS (MB) | slope after warm-up (%/h) | anonymous RSS (MB) | its slope (%/h) "
+                 "| fitted over (min) | restarts seen |")
+    lines.append("|---|---|---|---|---|---|---|")
     for role, r in sorted(result["rss"].items()):
         lines.append(f"| {role} | {_fmt(r['mean_mb'], '.0f')} | {_fmt(r['slope_pct_per_h'], '+.1f')} | "
+                     f"{_fmt(r.get('anon_mean_mb'), '.0f')} | {_fmt(r.get('anon_slope_pct_per_h'), '+.1f')} | "
                      f"{r['span_s'] / 60:.0f} | {max(r['segments'] - 1, 0)} |")
     lines.append("")
     lines.append("| store | now (MB) | growth (MB/h) | 30 days at that rate, no retention (GB) "
