@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import date, datetime, timezone
 
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
+from offset_pipeline.storage.upkeep import ensure_upkeep
 
 TABLE = "offset_failover_audits"
 
@@ -57,6 +58,7 @@ COLUMNS = [
 def ensure_table(client) -> None:
     client.command(DDL)
     ensure_ttl(client, TABLE, delete_ttl("window_date", clickhouse_retention().history_days))
+    ensure_upkeep(client, TABLE)
 
 
 def replace_window(client, window: date, rows: list[dict], audited_at_ms: int) -> int:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from offset_pipeline.storage.recent import now_ms, recent
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
+from offset_pipeline.storage.upkeep import ensure_upkeep
 from offset_pipeline.storage.row_inserts import columns_of, insert_dataclass_rows
 
 TABLE = "offset_commits"
@@ -89,6 +90,7 @@ COLUMNS = columns_of(CommitRow, "cycle_time_ms")
 def ensure_table(client) -> None:
     client.command(DDL)
     ensure_ttl(client, TABLE, delete_ttl("cycle_time", clickhouse_retention().history_days))
+    ensure_upkeep(client, TABLE)
 
 
 def insert_rows(client, rows: Iterable[CommitRow]) -> int:

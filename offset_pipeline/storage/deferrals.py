@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from offset_pipeline.storage.retention import delete_ttl, ensure_ttl
+from offset_pipeline.storage.upkeep import ensure_upkeep
 
 TABLE = "offset_translation_deferrals"
 KEEP_DAYS = 1
@@ -41,6 +42,7 @@ PartitionKey = tuple[str, int, str, str]  # topic, partition, active, standby (s
 def ensure_table(client) -> None:
     client.command(DDL)
     ensure_ttl(client, TABLE, delete_ttl("cycle_time", KEEP_DAYS))
+    ensure_upkeep(client, TABLE)
 
 
 def insert_deferred(client, snapshot_id: str, cycle_time_ms: int, keys: set[PartitionKey]) -> int:

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from offset_pipeline.storage.retention import clickhouse_retention, ensure_ttl, rollup_ttl
+from offset_pipeline.storage.upkeep import ensure_upkeep
 from offset_pipeline.storage.row_inserts import columns_of, insert_dataclass_rows
 from offset_pipeline.translation import CaughtUpPoint
 
@@ -139,6 +140,7 @@ def ensure_table(client) -> None:
     newest = [c for c in COLUMNS if c not in POINT_KEY and c != "checked_at"]
     ensure_ttl(client, TABLE, rollup_ttl("checked_at", clickhouse_retention().history_days, POINT_KEY, newest,
                                          where_kept=KEPT_POINT_SQL))
+    ensure_upkeep(client, TABLE)
 
 
 def insert_rows(client, rows: Iterable[FastForwardRow]) -> int:

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from offset_pipeline.monitoring.metric_rules import MetricRow
 from offset_pipeline.storage.recent import recent
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
+from offset_pipeline.storage.upkeep import ensure_upkeep
 
 TABLE = "offset_sync_metrics"
 ROLLUP = "offset_sync_metrics_1m"
@@ -157,6 +158,7 @@ def ensure_tables(client) -> None:
             if name not in present:
                 client.command(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name} {kind}")
         ensure_ttl(client, table, ttl)
+        ensure_upkeep(client, table)
     client.command(ROLLUP_VIEW_DDL)
     views = client.query(
         "SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, {p:String})",

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 
 from offset_pipeline.storage.recent import now_ms, recent
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
+from offset_pipeline.storage.upkeep import ensure_upkeep
 from offset_pipeline.translation.shape import HeaderObservation
 
 TABLE = "topic_shape_observations"
@@ -48,6 +49,7 @@ class ShapeObservationRow:
 def ensure_table(client) -> None:
     client.command(DDL)
     ensure_ttl(client, TABLE, delete_ttl("observed_at", clickhouse_retention().history_days))
+    ensure_upkeep(client, TABLE)
 
 
 def insert_rows(client, rows: list[ShapeObservationRow]) -> int:

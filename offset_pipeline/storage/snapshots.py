@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 
 from offset_pipeline.storage.recent import now_ms, recent
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
+from offset_pipeline.storage.upkeep import ensure_upkeep
 
 TABLE = "offset_snapshots"
 
@@ -78,6 +79,7 @@ def ensure_table(client) -> None:
     for column in _ADDED_COLUMNS:
         client.command(f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS {column}")
     ensure_ttl(client, TABLE, delete_ttl("snapshot_time", clickhouse_retention().history_days))
+    ensure_upkeep(client, TABLE)
 
 
 def insert_rows(client, rows: list[SnapshotRow]) -> int:

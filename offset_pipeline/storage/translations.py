@@ -34,6 +34,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl, rollup_ttl
+from offset_pipeline.storage.upkeep import ensure_upkeep
 from offset_pipeline.translation.result import Anchor
 
 TRANSLATIONS_TABLE = "offset_translations"
@@ -156,6 +157,8 @@ def ensure_tables(client) -> None:
     client.command(ANCHORS_CURRENT_DDL)
     client.command(ANCHORS_CURRENT_VIEW_DDL)
     _fill_current_anchors_once(client)
+    for table in (TRANSLATIONS_TABLE, ANCHORS_TABLE, ANCHORS_CURRENT_TABLE):
+        ensure_upkeep(client, table)
 
 
 def _fill_current_anchors_once(client) -> None:
