@@ -94,10 +94,13 @@ def wait_until_loaded(ui: DagsterUI, proc: subprocess.Popen, timeout: float) -> 
 
 
 def interruptible() -> None:
-    """In the child before exec: Ctrl-C (SIGINT) back to its default. A test run started in the
-    background of a non-interactive shell inherits SIGINT ignored, and so would bin/up and Dagster,
-    which then never stop on Ctrl-C."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    """In the child before exec: SIGINT, SIGTERM and SIGHUP back to their defaults, as in a terminal
+    window. A test run started in the background of a non-interactive shell inherits SIGINT
+    ignored, one started under ``nohup`` SIGHUP, some job runners SIGTERM; a shell cannot trap a
+    signal it was started with ignored, so bin/up would then never stop on it (seen: SigIgn of
+    bin/up's bash held SIGHUP and SIGTERM, and both stop tests failed)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def stop_process_group(proc: subprocess.Popen, timeout: float = 120) -> None:
