@@ -90,7 +90,11 @@ class SparkConnectServer:
             "spark.connect.session.manager.closedSessionsTombstonesSize": "0",
         }
         args = ["--class", SERVER_CLASS, "--name", "offset-pipeline-spark-connect", "--master", self.master,
-                "--driver-memory", self.driver_memory]
+                "--driver-memory", self.driver_memory,
+                # The whole heap from the start, touched (as the brokers, devstack/cluster.py): in the
+                # soak the JVM grew its heap towards --driver-memory for the whole hour, +700 MB
+                # after a restart, which a 1-hour fit cannot tell from a leak.
+                "--driver-java-options", f"-Xms{self.driver_memory} -XX:+AlwaysPreTouch"]
         for key, value in conf.items():
             args += ["--conf", f"{key}={value}"]
         home = spark_home()
