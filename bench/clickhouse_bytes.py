@@ -76,6 +76,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from offset_pipeline.resources.clickhouse import ClickHouseResource, close_embedded_clients  # noqa: E402
+from offset_pipeline.storage.retention import ttl_clause  # noqa: E402
 
 PROJECTION_DAYS = 35
 ID_COLUMNS = ("snapshot_id", "run_id")  # one uuid per cycle / per check: LowCardinality candidates
@@ -273,17 +274,9 @@ def columns_of(client, table: str) -> list[dict]:
             for n, t, dk, de, c, cb, ub, k in rows]
 
 
-def ttl_of(engine_full: str) -> str:
-    start = engine_full.find(" TTL ")
-    if start < 0:
-        return ""
-    end = engine_full.find(" SETTINGS ", start)
-    return engine_full[start + 5: end if end >= 0 else None].strip()
-
-
 def ttl_days(engine_full: str) -> int | None:
     """Days a row is kept by the table's TTL (the project's ``toDate(t) + toIntervalDay(n)``)."""
-    m = re.search(r"toIntervalDay\((\d+)\)", ttl_of(engine_full))
+    m = re.search(r"toIntervalDay\((\d+)\)", ttl_clause(engine_full))
     return int(m.group(1)) if m else None
 
 
@@ -341,7 +334,7 @@ class CodecTrials:
         for name, type_, codec, col in defs:
             default = f" {col['default_kind']} {col['default_expression']}" if col["default_kind"] else ""
             cols.append(f"{q(name)} {type_}{default}{(' ' + codec) if codec else ''}")
-        ttl = ttl_of(engine_full)
+        ttl = ttl_clause(engine_full)
         engine = engine_full.replace(f" TTL {ttl}", "") if ttl else engine_full
         engine = re.sub(r",?\s*min_(bytes|rows)_for_wide_part\s*=\s*\d+", "", engine)
         engine = engine.replace("SETTINGS ,", "SETTINGS").rstrip()

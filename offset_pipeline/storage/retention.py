@@ -114,10 +114,10 @@ def _formatted_ttl(client, ttl: str) -> str:
         "SELECT formatQuerySingleLine({q:String})",
         parameters={"q": f"CREATE TABLE t (x Int8) ENGINE = MergeTree ORDER BY x TTL {ttl}"},
     ).result_rows[0][0]
-    return _ttl_of(text)
+    return ttl_clause(text)
 
 
-def _ttl_of(engine_or_create: str) -> str:
+def ttl_clause(engine_or_create: str) -> str:
     """The TTL clause of an engine description or CREATE statement ('' when none)."""
     start = engine_or_create.find(" TTL ")
     if start < 0:
@@ -132,7 +132,7 @@ def current_ttl(client, table: str) -> str:
         "SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = {t:String}",
         parameters={"t": table},
     ).result_rows
-    return _ttl_of(rows[0][0]) if rows else ""
+    return ttl_clause(rows[0][0]) if rows else ""
 
 
 def ensure_ttl(client, table: str, ttl: str) -> bool:

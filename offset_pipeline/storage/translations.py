@@ -77,9 +77,8 @@ TRANSLATIONS_ADDED_COLUMNS = (
     f"ALTER TABLE {TRANSLATIONS_TABLE} ADD COLUMN IF NOT EXISTS safe_bound Nullable(Int64) AFTER anchor_standby_offset",
 )
 
-ANCHORS_DDL = f"""
-CREATE TABLE IF NOT EXISTS {ANCHORS_TABLE}
-(
+# The anchor tables' columns: the history and its current state hold the same rows.
+_ANCHOR_COLUMNS_DDL = """(
     group_id       String,
     topic          String,
     partition      UInt32,
@@ -89,24 +88,18 @@ CREATE TABLE IF NOT EXISTS {ANCHORS_TABLE}
     standby_offset Nullable(Int64),
     snapshot_id    String,
     kept_at        DateTime64(3, 'UTC')
-)
+)"""
+
+ANCHORS_DDL = f"""
+CREATE TABLE IF NOT EXISTS {ANCHORS_TABLE}
+{_ANCHOR_COLUMNS_DDL}
 ENGINE = MergeTree
 ORDER BY (group_id, topic, partition, active, standby, kept_at)
 """
 
 ANCHORS_CURRENT_DDL = f"""
 CREATE TABLE IF NOT EXISTS {ANCHORS_CURRENT_TABLE}
-(
-    group_id       String,
-    topic          String,
-    partition      UInt32,
-    active         LowCardinality(String),
-    standby        LowCardinality(String),
-    active_offset  Nullable(Int64),
-    standby_offset Nullable(Int64),
-    snapshot_id    String,
-    kept_at        DateTime64(3, 'UTC')
-)
+{_ANCHOR_COLUMNS_DDL}
 ENGINE = ReplacingMergeTree(kept_at)
 ORDER BY (group_id, topic, partition, active, standby)
 """
