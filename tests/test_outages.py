@@ -12,7 +12,7 @@ import uuid
 
 import dagster as dg
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from offset_pipeline.assets import all_assets
@@ -94,6 +94,13 @@ def cycle(res: dict, group: str, topic: str, instance, **translation) -> dg.Exec
     return result
 
 
+def serves(bootstrap: str, topic: str) -> bool:
+    try:
+        return all(log_end(bootstrap, topic, p) >= RECORDS for p in range(PARTITIONS))
+    except KafkaException:
+        return False
+
+
 def checks(result) -> dict[str, dg.AssetCheckEvaluation]:
     return {e.check_name: e for e in result.get_asset_check_evaluations()}
 
@@ -133,10 +140,14 @@ def test_a_stopped_standby_cluster_costs_no_run_and_the_next_cycle_resumes(kafka
         assert snapshot_meta["unavailable_clusters"].value == "idc2"
 
         own_idc2.start()
+        # The broker answers metadata before it leads its partitions again; "returned" is when
+        # the topic reads (under load that took longer than the cycle's 3 s Kafka bound).
+        wait_for(lambda: serves(b2, topic), timeout=60, what=f"{topic} readable on the restarted idc2")
         back = cycle(res, group, topic, instance)
         assert checks(back)["clusters_readable"].passed
         assert {p: r[0] for p, r in rows(res, back, "offset_commits", "decision").items()} == \
-            {p: "commit" for p in range(PARTITIONS)}
+            {p: "commit" for p in range(PARTITIONS)}, \
+            f"translations after the return: {rows(res, back, 'offset_translations', 'status, reason')}"
         assert committed(b2, group, topic) == {p: 15 for p in range(PARTITIONS)}
     finally:
         member.close()
