@@ -1,1 +1,0 @@
-"""Kafka writes behind the resources, returning what they applied as plain data."""
