@@ -2,7 +2,7 @@
 mirrored workload of every topic shape, and consumer groups with members and commits on their
 active cluster.
 
-Real brokers (the pinned Kafka jars), the real :class:`~offset_pipeline.devstack.mirror.DataMirror`,
+Real brokers (the pinned Kafka jars), the real :class:`~devstack.mirror.DataMirror`,
 real group members: nothing is mocked, nothing runs in Docker. Meant for ``cycle_benchmark.py`` and
 for other benchmarks over the same world (failover trials)::
 
@@ -26,12 +26,12 @@ from pathlib import Path
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from offset_pipeline.devstack.cluster import ClusterSpec, KafkaCluster
-from offset_pipeline.devstack.jars import fetch_jars
-from offset_pipeline.devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint, MirrorStats
-from offset_pipeline.devstack.paths import jars_dir
-from offset_pipeline.devstack.traffic import ProducedRecord, TopicTraffic, TrafficGenerator, ensure_topics
-from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges
+from devstack.cluster import ClusterSpec, KafkaCluster
+from devstack.jars import fetch_jars
+from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint, MirrorStats
+from devstack.paths import jars_dir
+from devstack.traffic import ProducedRecord, TopicTraffic, TrafficGenerator, ensure_topics
+from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
 
 CLUSTERS = ("idc1", "idc2")
 

@@ -74,8 +74,8 @@ import numpy as np  # noqa: E402
 from confluent_kafka import Consumer, KafkaError, TopicPartition  # noqa: E402
 
 from _clusters import CLUSTERS, ScratchClusters, Workload  # noqa: E402
-from offset_pipeline.devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint  # noqa: E402
-from offset_pipeline.devstack.traffic import TrafficGenerator, ensure_topics  # noqa: E402
+from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint  # noqa: E402
+from devstack.traffic import TrafficGenerator, ensure_topics  # noqa: E402
 from offset_pipeline.translation.headers import CopiedFrom, parse_origin  # noqa: E402
 
 TARGET_S = 600.0

@@ -47,8 +47,8 @@ import dagster as dg  # noqa: E402
 from _clusters import CLUSTERS, ActiveGroups, ScratchClusters, Workload, create_and_fill, free_port, mirror_both_ways  # noqa: E402
 from carried import carried_group_partitions, carried_translated  # noqa: E402
 from floor_reads import FloorPartition, run_floor, run_lookup_floor  # noqa: E402
-from offset_pipeline.decision_log import LOGGER_NAME  # noqa: E402
-from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges  # noqa: E402
+from offset_pipeline.monitoring.decision_log import LOGGER_NAME  # noqa: E402
+from offset_pipeline.kafka_io.group_offsets import read_partition_ranges  # noqa: E402
 
 CADENCE_S = 30.0
 
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         server = None
         url = args.connect_url
         if args.spark == "connect" and url is None:
-            from offset_pipeline.devstack.spark_connect import SparkConnectServer
+            from devstack.spark_connect import SparkConnectServer
 
             server = SparkConnectServer(free_port(), tmp_dir / "run")
             server.launch()  # the JVM starts while the brokers do
@@ -246,7 +246,7 @@ def run_benchmark(args, workload: Workload, clusters: ScratchClusters, groups: A
         "loggers": {"console": {"config": {"log_level": "WARNING"}}},  # the summary events: not to this console
     }
     # The decision lines (one per group-partition and step) are written as a deployment would route
-    # them: to a file (decision_log.py), so their cost counts but they do not flood this console.
+    # them: to a file (monitoring/decision_log.py), so their cost counts but they do not flood this console.
     decisions = logging.getLogger(LOGGER_NAME)
     handler = logging.FileHandler(tmp_dir / "decisions.log")
     handler.setFormatter(logging.Formatter("%(message)s"))

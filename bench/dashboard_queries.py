@@ -8,7 +8,7 @@ An embedded ClickHouse (chdb) in a temporary folder gets the project's monitorin
 group-partition and 30-second cycle for ``--days`` days, generated inside the engine (INSERT ...
 SELECT FROM numbers(), a day at a time, so the materialized view fills the rollup as in production).
 Every panel and variable query of ``grafana/dashboards`` is expanded as Grafana would
-(``monitoring/grafana_sql.py``) for the whole range -- all clusters, groups and topics, and one
+(``devstack/grafana_sql.py``) for the whole range -- all clusters, groups and topics, and one
 group -- and run ``--repeat`` times; the median and max are printed per query.
 """
 
@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from offset_pipeline.monitoring import dashboards  # noqa: E402
-from offset_pipeline.monitoring.grafana_sql import expand  # noqa: E402
+from offset_pipeline.storage import dashboards  # noqa: E402
+from devstack.grafana_sql import expand  # noqa: E402
 from offset_pipeline.resources.clickhouse import ClickHouseResource  # noqa: E402
 from offset_pipeline.storage import metrics  # noqa: E402
 

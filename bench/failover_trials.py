@@ -7,7 +7,7 @@ translation duplicates in >= 99% of trials).
 Two scratch KRaft clusters on free ports, the real data mirror both ways and the traffic generator
 running all along, the project's sync assets materialized in this process (local Spark kept warm,
 embedded ClickHouse in the scratch folder). Each trial is a fresh consumer group stopped at a
-random moment and restarted on its standby (offset_pipeline/devstack/failover_trials.py).
+random moment and restarted on its standby (devstack/failover_trials.py).
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ from pathlib import Path
 
 from _clusters import CLUSTERS, ScratchClusters
 
-from offset_pipeline.devstack.failover_trials import (
+from devstack.failover_trials import (
     FailoverTrials,
     dagster_sync_cycle,
     format_summary,
     plan_trials,
     summarize,
 )
-from offset_pipeline.decision_log import LOGGER_NAME
-from offset_pipeline.devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
-from offset_pipeline.devstack.traffic import TopicTraffic, TrafficGenerator, ensure_topics
+from offset_pipeline.monitoring.decision_log import LOGGER_NAME
+from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
+from devstack.traffic import TopicTraffic, TrafficGenerator, ensure_topics
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 
 PREFIX = "ft."
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with ScratchClusters() as clusters, tempfile.TemporaryDirectory(prefix="offset-pipeline-trials-") as scratch:
         bootstraps = clusters.bootstraps
-        # The decision lines (decision_log.py) to a file, as a deployment routes them, not this console.
+        # The decision lines (monitoring/decision_log.py) to a file, as a deployment routes them, not this console.
         decisions = logging.getLogger(LOGGER_NAME)
         handler = logging.FileHandler(Path(scratch) / "decisions.log")
         handler.setFormatter(logging.Formatter("%(message)s"))

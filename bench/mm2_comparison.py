@@ -48,11 +48,11 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from mm2.counting import CommitSeries, active_position, failover_cost, staleness_s
 from mm2.mirrormaker import TUNED, MirrorMaker2, mm2_jars
 
-from offset_pipeline.decision_log import LOGGER_NAME
-from offset_pipeline.devstack.consumers import ConsumerGroupSpec, GroupRunner, record_id
-from offset_pipeline.devstack.failover_trials import dagster_sync_cycle
-from offset_pipeline.devstack.records import read_partition
-from offset_pipeline.devstack.traffic import TopicTraffic, TrafficGenerator, ensure_topics
+from offset_pipeline.monitoring.decision_log import LOGGER_NAME
+from devstack.consumers import ConsumerGroupSpec, GroupRunner, record_id
+from devstack.failover_trials import dagster_sync_cycle
+from devstack.records import read_partition
+from devstack.traffic import TopicTraffic, TrafficGenerator, ensure_topics
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.storage.translations import TRANSLATIONS_TABLE
 

@@ -1,4 +1,4 @@
-"""Failover trials on the pure two-cluster model (offset_pipeline/translation/model.py): lost and
+"""Failover trials on the pure two-cluster model (devstack/two_cluster_model.py): lost and
 duplicated records at failover by strategy, topic shape, timestamp pattern and trial kind, and the
 status of every sync cycle. Prints figures; asserts nothing (tests/translation/test_properties.py
 asserts NO-LOSS on 1,000 trials).
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from offset_pipeline.translation.model import run_trials  # noqa: E402
+from devstack.two_cluster_model import run_trials  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -110,7 +110,7 @@ def parse_args(argv):
 def scratch_env(base: Path) -> dict[str, str]:
     """As tests/conftest.py's ``devstack_env``: the stack in ``base`` on free ports, without the
     developer's own ``OFFSET_PIPELINE_*``/``DAGSTER_*`` settings."""
-    from offset_pipeline.devstack.paths import jars_dir
+    from devstack.paths import jars_dir
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFSET_PIPELINE_", "DAGSTER_"))}
     env.update(OFFSET_PIPELINE_DEVSTACK_DIR=str(base), OFFSET_PIPELINE_JARS_DIR=str(jars_dir()),
@@ -125,9 +125,9 @@ def store_bounds(brokers: int) -> dict[str, dict]:
     """What bounds each store at the defaults (README "Retention: bounded storage"), for the 30-day
     figure under retention: successful runs kept 1 day (failures 14), ClickHouse rows 35 days,
     logs by rotation (each wrapped process and each broker), Kafka by the brokers' 7-day retention."""
-    from offset_pipeline.devstack.cluster import BROKER_LOG_BACKUPS
-    from offset_pipeline.devstack.logpipe import log_limits
-    from offset_pipeline.run_retention import run_retention
+    from devstack.cluster import BROKER_LOG_BACKUPS
+    from devstack.logpipe import log_limits
+    from offset_pipeline.housekeeping.run_retention import run_retention
     from offset_pipeline.storage.retention import clickhouse_retention
 
     max_bytes, backups = log_limits()
@@ -166,7 +166,7 @@ class Soak:
         args = self.args
         os.environ.clear()
         os.environ.update(scratch_env(self.base))
-        from offset_pipeline.devstack.stack import DevStack, StackSettings, plan_topic_shapes
+        from devstack.stack import DevStack, StackSettings, plan_topic_shapes
         from soak.load import workload_from
 
         self.workload = workload_from(args)
@@ -189,7 +189,7 @@ class Soak:
         self._wait_for_groups(timeout_s=900)
 
         home = self.base / "dagster_home"
-        subprocess.run([sys.executable, "-m", "offset_pipeline.devstack", "instance-config", str(home)],
+        subprocess.run([sys.executable, "-m", "devstack", "instance-config", str(home)],
                        check=True, cwd=REPO_ROOT)
         shapes = ",".join(f"{t}={s}" for t, s in self.workload.shapes().items())
         env = dict(os.environ)

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from offset_pipeline.resources.clickhouse import ClickHouseResource  # noqa: E402
 from offset_pipeline.sensors.stale_partitions import _LOOKBACK_S  # noqa: E402
-from offset_pipeline.stale_candidates import classify  # noqa: E402
+from offset_pipeline.fast_forward.stale_candidates import classify  # noqa: E402
 from offset_pipeline.storage import snapshots, translations  # noqa: E402
 from offset_pipeline.storage.stale_history import partition_histories  # noqa: E402
 

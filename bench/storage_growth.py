@@ -13,7 +13,7 @@ SQLite storage, local compute logs), an embedded ClickHouse folder; ``--cycles``
 * the event log of one cycle by event type, and its materializations' metadata entry by entry
   (serialized bytes): what makes a run weigh what it weighs;
 * bytes per cycle of the ClickHouse folder;
-* the same after the run retention (``offset_pipeline/run_retention.py``) deleted every run, and
+* the same after the run retention (``offset_pipeline/housekeeping/run_retention.py``) deleted every run, and
   after a VACUUM of the SQLite files (freed pages are reused by SQLite, not returned to the disk).
 
     .venv/bin/python bench/storage_growth.py [--cycles 20 --topics 10 --partitions 4 --groups-per-topic 2]
@@ -40,8 +40,8 @@ import dagster as dg  # noqa: E402
 
 from _clusters import ActiveGroups, ScratchClusters, Workload, create_and_fill, mirror_both_ways  # noqa: E402
 from cycle_benchmark import offset_sync_assets, resources  # noqa: E402
-from offset_pipeline.decision_log import LOGGER_NAME  # noqa: E402
-from offset_pipeline.run_retention import DAY_S, RunRetention, apply_run_retention  # noqa: E402
+from offset_pipeline.monitoring.decision_log import LOGGER_NAME  # noqa: E402
+from offset_pipeline.housekeeping.run_retention import DAY_S, RunRetention, apply_run_retention  # noqa: E402
 
 SYNC_RUNS_PER_DAY = 86_400 / 30
 

@@ -1,19 +1,19 @@
-"""``python -m offset_pipeline.devstack {fetch,up,watch,down,status,clean,shapes,spark-url,instance-config}`` — the local stack's commands."""
+"""``python -m devstack {fetch,up,watch,down,status,clean,shapes,spark-url,instance-config}`` — the local stack's commands."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from offset_pipeline.devstack.cli import stop_on_signals
-from offset_pipeline.devstack.errors import DevStackError
-from offset_pipeline.devstack.jars import fetch_jars
-from offset_pipeline.devstack.paths import jars_dir
-from offset_pipeline.devstack.stack import DevStack, StackSettings, plan_topic_shapes
+from devstack.cli import stop_on_signals
+from devstack.errors import DevStackError
+from devstack.jars import fetch_jars
+from devstack.paths import jars_dir
+from devstack.stack import DevStack, StackSettings, plan_topic_shapes
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m offset_pipeline.devstack", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("fetch", help="fetch the pinned Kafka jars from Maven Central (cached)")
     up = sub.add_parser(
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "instance-config":
             from pathlib import Path
 
-            from offset_pipeline.devstack.instance_config import ensure_instance_config
+            from devstack.instance_config import ensure_instance_config
 
             added = ensure_instance_config(Path(args.dagster_home))
             if added:

@@ -24,8 +24,8 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from offset_pipeline.devstack.errors import BrokerStartError, DevStackError
-from offset_pipeline.devstack.liveness import pid_alive, pid_runs
+from devstack.errors import BrokerStartError, DevStackError
+from devstack.liveness import pid_alive, pid_runs
 
 LOG_TAIL_LINES = 40
 
@@ -250,7 +250,7 @@ class KafkaCluster:
         if not any(self.jars_dir.glob("kafka_2.13-*.jar")):
             raise BrokerStartError(
                 f"{self.spec.name}: no Kafka jars in {self.jars_dir}; run "
-                "`python -m offset_pipeline.devstack fetch` first."
+                "`python -m devstack fetch` first."
             )
         for port, what in ((self.spec.port, "client"), (self.spec.controller_port, "controller")):
             if port_in_use(port):

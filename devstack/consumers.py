@@ -33,7 +33,7 @@ from typing import Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from offset_pipeline.devstack.cli import cluster_address, start_process_logging, stop_on_signals
+from devstack.cli import cluster_address, start_process_logging, stop_on_signals
 
 log = logging.getLogger("offset_pipeline.consumers")
 
@@ -59,7 +59,7 @@ class ConsumerGroupSpec:
 
 
 def default_groups(prefix: str = "") -> tuple[ConsumerGroupSpec, ...]:
-    """The stack's groups, over the topics of :func:`~offset_pipeline.devstack.traffic.default_plan`.
+    """The stack's groups, over the topics of :func:`~devstack.traffic.default_plan`.
 
     Group ids and topic names both get ``prefix``. Every topic has a reader; groups are active on
     both clusters, on the producing side of one-way topics and on the copy side.
@@ -290,7 +290,7 @@ def _supervise(runner: GroupRunner, stop: threading.Event, restart_after_s: floa
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m offset_pipeline.devstack.consumers",
+        prog="python -m devstack.consumers",
         description="Run the default consumer groups, each on its active cluster, until SIGTERM.",
     )
     parser.add_argument("--bootstrap", type=cluster_address, action="append", required=True,

@@ -38,8 +38,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from offset_pipeline.devstack.consumers import ConsumerGroupSpec, GroupRunner, record_id
-from offset_pipeline.devstack.traffic import TopicTraffic
+from devstack.consumers import ConsumerGroupSpec, GroupRunner, record_id
+from devstack.traffic import TopicTraffic
 
 log = logging.getLogger("offset_pipeline.failover_trials")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from offset_pipeline.devstack.paths import REPO_ROOT
+from devstack.paths import REPO_ROOT
 
 TEMPLATE = REPO_ROOT / "deploy" / "dagster.yaml"
 

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from offset_pipeline.devstack.errors import DevStackError
+from devstack.errors import DevStackError
 
 POM = Path(__file__).with_name("pom.xml")
 _MARKER = ".pom-sha256"

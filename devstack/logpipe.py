@@ -1,5 +1,5 @@
 """Run a command with its output in a size-bounded, rotated log:
-``python -m offset_pipeline.devstack.logpipe --log FILE -- COMMAND ARGS...``.
+``python -m devstack.logpipe --log FILE -- COMMAND ARGS...``.
 
 Every long-running part of the stack (mirrors, traffic, consumers, the Spark Connect server) runs
 under this wrapper, so its log never grows past ``max_bytes * (backups + 1)`` however long the

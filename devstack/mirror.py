@@ -51,7 +51,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from offset_pipeline.devstack.cli import cluster_address, start_process_logging, stop_on_signals
+from devstack.cli import cluster_address, start_process_logging, stop_on_signals
 
 ORIGIN_CLUSTER_HEADER = "IDC"
 ORIGIN_OFFSET_HEADER = "Offset"

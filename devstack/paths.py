@@ -1,4 +1,5 @@
-"""Where the local stack keeps its files, and its default ports. One place, so every command agrees."""
+"""Where the local stack keeps its files and listens. Its default ports and folder come from the
+product's settings (which never import this harness), so every command agrees."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from offset_pipeline.settings import CLUSTER_NAMES, local_stack_dir, local_stack_port
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def stack_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The git-ignored folder holding jars, cluster data, logs and pid files."""
-    env = os.environ if env is None else env
-    return Path(env.get("OFFSET_PIPELINE_DEVSTACK_DIR") or REPO_ROOT / ".devstack").resolve()
+    """The git-ignored folder holding jars, cluster data, logs and pid files (the product's
+    settings name it: ``settings.local_stack_dir``)."""
+    return local_stack_dir(env)
 
 
 def jars_dir() -> Path:
@@ -28,22 +31,13 @@ class ClusterPorts:
     controller_port: int
 
 
-DEFAULT_PORTS = (
-    ClusterPorts("idc1", 19092, 19093),
-    ClusterPorts("idc2", 29092, 29093),
-)
-
-
 def cluster_ports(env: Mapping[str, str] | None = None) -> tuple[ClusterPorts, ...]:
-    """The default ports, each overridable: ``OFFSET_PIPELINE_IDC1_PORT``, ``..._CONTROLLER_PORT``."""
+    """The ports the product's settings expect the local stack on (``settings.LOCAL_STACK_PORTS``),
+    each overridable: ``OFFSET_PIPELINE_IDC1_PORT``, ``..._CONTROLLER_PORT``."""
     env = os.environ if env is None else env
     return tuple(
-        ClusterPorts(
-            p.name,
-            int(env.get(f"OFFSET_PIPELINE_{p.name.upper()}_PORT") or p.port),
-            int(env.get(f"OFFSET_PIPELINE_{p.name.upper()}_CONTROLLER_PORT") or p.controller_port),
-        )
-        for p in DEFAULT_PORTS
+        ClusterPorts(name, local_stack_port(env, name), local_stack_port(env, name, controller=True))
+        for name in CLUSTER_NAMES
     )
 
 

@@ -1,7 +1,7 @@
 """Long-running helper processes of the stack (mirrors, traffic, consumers, the Spark Connect
 server), tracked by pid files.
 
-Each runs under :mod:`offset_pipeline.devstack.logpipe`, which writes its output into
+Each runs under :mod:`devstack.logpipe`, which writes its output into
 ``<run_dir>/<name>.log``, rotated by size, and lives and dies with it. The pid file names the
 wrapper, the leader of the part's process group.
 """
@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from offset_pipeline.devstack.errors import DevStackError
-from offset_pipeline.devstack.liveness import pid_alive, pid_runs
+from devstack.errors import DevStackError
+from devstack.liveness import pid_alive, pid_runs
 
-LOG_WRAPPER = "offset_pipeline.devstack.logpipe"
+LOG_WRAPPER = "devstack.logpipe"
 
 
 class PartState(enum.Enum):

@@ -34,9 +34,9 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from offset_pipeline.devstack.cluster import port_in_use, find_java
-from offset_pipeline.devstack.errors import DevStackError
-from offset_pipeline.devstack.processes import ManagedProcess
+from devstack.cluster import port_in_use, find_java
+from devstack.errors import DevStackError
+from devstack.processes import ManagedProcess
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 NAME = "spark-connect"

@@ -2,7 +2,7 @@
 Spark Connect server the sync runs use.
 
 ``DevStack.up()`` is what the README's main command runs before it starts the Dagster UI.
-Everything lives under :func:`~offset_pipeline.devstack.paths.stack_dir`.
+Everything lives under :func:`~devstack.paths.stack_dir`.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from offset_pipeline.devstack.cluster import ClusterSpec, KafkaCluster
-from offset_pipeline.devstack.jars import fetch_jars
-from offset_pipeline.devstack.paths import cluster_ports, jars_dir, spark_connect_port, stack_dir
-from offset_pipeline.devstack.errors import DevStackError
-from offset_pipeline.devstack.processes import ManagedProcess, PartState
-from offset_pipeline.devstack.spark_connect import SparkConnectServer
+from devstack.cluster import ClusterSpec, KafkaCluster
+from devstack.jars import fetch_jars
+from devstack.paths import cluster_ports, jars_dir, spark_connect_port, stack_dir
+from devstack.errors import DevStackError
+from devstack.processes import ManagedProcess, PartState
+from devstack.spark_connect import SparkConnectServer
 
 
 # How long ``down`` lets each part stop after SIGTERM (a clean stop takes a few seconds, even on a
@@ -49,7 +49,7 @@ class StackSettings:
 def plan_topic_shapes(prefix: str = "") -> str:
     """The traffic plan's topic shapes, as ``OFFSET_PIPELINE_TOPIC_SHAPES`` wants them: the stack
     knows which cluster produces each topic, so the sync need not guess."""
-    from offset_pipeline.devstack.traffic import default_plan
+    from devstack.traffic import default_plan
 
     return ",".join(
         f"{t.name}=" + ("two_way" if len(t.producers_on) > 1 else f"one_way:{t.producers_on[0]}")
@@ -84,7 +84,7 @@ class DevStack:
         procs = [
             ManagedProcess(
                 f"mirror-{src}-to-{dst}",
-                "offset_pipeline.devstack.mirror",
+                "devstack.mirror",
                 ("--source", f"{src}={self.bootstraps[src]}", "--target", f"{dst}={self.bootstraps[dst]}"),
                 self.run_dir,
             )
@@ -96,7 +96,7 @@ class DevStack:
             procs.append(
                 ManagedProcess(
                     "traffic",
-                    "offset_pipeline.devstack.traffic",
+                    "devstack.traffic",
                     (*self._bootstrap_args(), "--seed", str(self.settings.seed),
                      "--rate-scale", str(self.settings.rate_scale)),
                     self.run_dir,
@@ -106,7 +106,7 @@ class DevStack:
             procs.append(
                 ManagedProcess(
                     "consumers",
-                    "offset_pipeline.devstack.consumers",
+                    "devstack.consumers",
                     (*self._bootstrap_args(), "--processed-dir", str(self.settings.base_dir / "processed")),
                     self.run_dir,
                 )
@@ -128,7 +128,7 @@ class DevStack:
         for status, dead in zip(statuses, was_dead):
             echo(f"cluster {status.line()}" + ("  (restarted: it had died)" if dead else ""))
         # Topics first, on both sides with equal partition counts, so the mirror finds them.
-        from offset_pipeline.devstack.traffic import default_plan, ensure_topics
+        from devstack.traffic import default_plan, ensure_topics
 
         ensure_topics(default_plan(), self.bootstraps)
         for proc in self.processes():

@@ -48,8 +48,8 @@ from typing import Callable, Iterable, Mapping
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from offset_pipeline.devstack.cli import cluster_address, start_process_logging, stop_on_signals
-from offset_pipeline.devstack.errors import DevStackError
+from devstack.cli import cluster_address, start_process_logging, stop_on_signals
+from devstack.errors import DevStackError
 
 log = logging.getLogger("offset_pipeline.traffic")
 
@@ -659,7 +659,7 @@ class TrafficGenerator:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m offset_pipeline.devstack.traffic",
+        prog="python -m devstack.traffic",
         description="Produce the seeded default traffic plan to both clusters until SIGTERM.",
     )
     parser.add_argument("--bootstrap", type=cluster_address, action="append", required=True,

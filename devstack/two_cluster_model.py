@@ -8,7 +8,7 @@ One topic-partition on two clusters. Each log is a list of entries indexed by of
   occupying offsets and carrying timestamps (``offsets_for_times`` may land on them).
 
 The mirror copies per origin, in order, one direction at a time, skipping loops (a record whose
-``IDC`` names the target) exactly like ``offset_pipeline.devstack.mirror``. Mirror steps are
+``IDC`` names the target) exactly like ``devstack.mirror``. Mirror steps are
 interleaved with producer events at random, so the two logs interleave local and mirrored records
 differently ("X-crossing"). Optional: transactional batches (a marker after each batch), aborted
 mirror batches (gaps on the target), at-least-once redelivery (a mirror that rewinds and copies a
@@ -41,11 +41,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from .facts import CaughtUpFacts, CaughtUpPoint, PartitionFacts, RecordFact, TimestampFacts, TimestampType
-from .headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER, origin_headers, parse_origin
-from .result import Anchor, TranslationResult
-from .shape import HeaderObservation, TopicShape, decide_shape
-from .translate import check_no_loss, translate_partition
+from offset_pipeline.translation.facts import CaughtUpFacts, CaughtUpPoint, PartitionFacts, RecordFact, TimestampFacts, TimestampType
+from offset_pipeline.translation.headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER, origin_headers, parse_origin
+from offset_pipeline.translation.result import Anchor, TranslationResult
+from offset_pipeline.translation.shape import HeaderObservation, TopicShape, decide_shape
+from offset_pipeline.translation.translate import check_no_loss, translate_partition
 
 CLUSTERS = ("idc1", "idc2")
 THIRD_CLUSTER = "idc9"

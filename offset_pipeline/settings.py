@@ -13,16 +13,33 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from offset_pipeline.devstack.paths import cluster_ports, stack_dir
-
 CLUSTER_NAMES = ("idc1", "idc2")
+
+#: Where the local stack (bin/up) listens when nothing else is configured: client and controller
+#: port per cluster, each overridable (``OFFSET_PIPELINE_IDC1_PORT``, ``..._CONTROLLER_PORT``). The
+#: stack (devstack/paths.py) starts its brokers on these, so both sides agree without the product
+#: importing the dev harness.
+LOCAL_STACK_PORTS = {"idc1": (19092, 19093), "idc2": (29092, 29093)}
+# The checkout this package was installed from (editable): the local stack keeps its files there.
+_CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def local_stack_port(env: Mapping[str, str], name: str, *, controller: bool = False) -> int:
+    variable = f"OFFSET_PIPELINE_{name.upper()}_{'CONTROLLER_PORT' if controller else 'PORT'}"
+    return int(env.get(variable) or LOCAL_STACK_PORTS[name][1 if controller else 0])
+
+
+def local_stack_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The local stack's git-ignored folder (jars, cluster data, logs, pid files):
+    ``$OFFSET_PIPELINE_DEVSTACK_DIR``, or ``.devstack`` in the checkout."""
+    env = os.environ if env is None else env
+    return Path(env.get("OFFSET_PIPELINE_DEVSTACK_DIR") or _CHECKOUT / ".devstack").resolve()
 
 
 def default_bootstrap(env: Mapping[str, str], name: str) -> str:
     """The local stack's broker for ``name``, on the port the stack was started with
     (``OFFSET_PIPELINE_IDC1_PORT``...), so ``bin/up`` on other ports needs nothing more."""
-    ports = {p.name: p.port for p in cluster_ports(env)}
-    return f"127.0.0.1:{ports[name]}"
+    return f"127.0.0.1:{local_stack_port(env, name)}"
 
 
 @dataclass(frozen=True)
@@ -66,7 +83,7 @@ def data_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where embedded engines keep their files: ``$OFFSET_PIPELINE_DATA_DIR``, or ``data`` in the local
     stack's folder (``<repo>/.devstack/data`` unless ``OFFSET_PIPELINE_DEVSTACK_DIR`` moves it)."""
     env = os.environ if env is None else env
-    return Path(_get(env, "OFFSET_PIPELINE_DATA_DIR") or stack_dir(env) / "data").resolve()
+    return Path(_get(env, "OFFSET_PIPELINE_DATA_DIR") or local_stack_dir(env) / "data").resolve()
 
 
 def default_clickhouse_dsn(env: Mapping[str, str] | None = None) -> str:

@@ -22,10 +22,10 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from offset_pipeline.devstack.cluster import ClusterSpec, KafkaCluster
-from offset_pipeline.devstack.jars import fetch_jars
-from offset_pipeline.devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
-from offset_pipeline.devstack.paths import jars_dir
+from devstack.cluster import ClusterSpec, KafkaCluster
+from devstack.jars import fetch_jars
+from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
+from devstack.paths import jars_dir
 
 # The session mirrors copy only topics with this prefix, so tests that run a mirror of their own
 # (restarts, failures) use other names and never race the shared one.
@@ -157,7 +157,7 @@ def kafka_pair(kafka_jars, tmp_path_factory) -> KafkaPair:
         finally:
             # Pooled read consumers (kafka_reads) in this process and in local Spark's Python
             # workers would keep reconnecting (and logging) to the stopped brokers.
-            from offset_pipeline.kafka_reads.partition_records import CONSUMERS
+            from offset_pipeline.kafka_io.partition_records import CONSUMERS
 
             CONSUMERS.close()
             _stop_local_spark()

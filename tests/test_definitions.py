@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 from offset_pipeline.definitions import build_resources, defs
-from offset_pipeline.devstack.paths import REPO_ROOT
+from devstack.paths import REPO_ROOT
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.settings import data_dir, default_clickhouse_dsn, mirror_position_groups, read_settings, stale_window_s
 
@@ -226,7 +226,7 @@ def test_the_stale_sensor_gets_its_resources_and_says_why_it_skips(chdb_dsn):
 def test_the_audit_is_daily_with_a_single_run_backfill_policy_a_check_and_a_schedule():
     from datetime import datetime, timezone
 
-    from offset_pipeline.jobs import latest_complete_day
+    from offset_pipeline.definitions import latest_complete_day
 
     audit = defs.resolve_assets_def("offset_failover_audit")
     assert isinstance(audit.partitions_def, dg.DailyPartitionsDefinition)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from offset_pipeline.devstack.stack import plan_topic_shapes
-from offset_pipeline.devstack.traffic import default_plan
+from devstack.stack import plan_topic_shapes
+from devstack.traffic import default_plan
 from offset_pipeline.settings import topic_shapes
 from offset_pipeline.translation.shape import parse_shape
 

@@ -17,7 +17,7 @@ standby offset would restart it from. The position is the active offset ``a`` of
 ``g`` (or, at the standby's end, the active offset after the last copy); the staleness is ``s``
 minus the first time the group's committed offset went beyond ``a``, and 0 while it has not.
 
-Invariants (tests/test_mm2_counting.py): ``g`` at the exact copy position of ``c`` costs nothing;
+Invariants (tests/bench/test_mm2_counting.py): ``g`` at the exact copy position of ``c`` costs nothing;
 moving ``g`` down only adds duplicates, moving it up past unprocessed copies only adds losses; a
 standby offset that keeps up with the group has staleness 0.
 """

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from offset_pipeline.devstack.jars import fetch_jars
-from offset_pipeline.devstack.paths import stack_dir
+from devstack.jars import fetch_jars
+from devstack.paths import stack_dir
 
 POM = Path(__file__).with_name("pom.xml")
 

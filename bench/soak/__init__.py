@@ -1,3 +1,3 @@
 """The soak's parts (``bench/soak.py``): the scaled load process, the fault injectors, the samplers,
 the independent no-loss checker and the report. ``rules.py`` is pure (tested in
-``tests/test_soak_rules.py``)."""
+``tests/bench/test_soak_rules.py``)."""

@@ -33,7 +33,7 @@ class DagsterProcesses:
         size-bounded log, as the stack's own parts have, so the soak measures bounded logs. Signals
         to the wrapper are passed on to the command; it dies with the wrapper."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        wrapped = [sys.executable, "-m", "offset_pipeline.devstack.logpipe", "--log", str(self.log_dir / f"{name}.log"),
+        wrapped = [sys.executable, "-m", "devstack.logpipe", "--log", str(self.log_dir / f"{name}.log"),
                    "--", *args]
         with open(self.log_dir / f"{name}.wrapper.log", "ab") as log:
             proc = subprocess.Popen(wrapped, cwd=self.repo, env=self.env, stdout=log, stderr=subprocess.STDOUT,

@@ -35,9 +35,9 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E4
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
 from _clusters import Workload  # noqa: E402
-from offset_pipeline.devstack.cli import cluster_address, start_process_logging, stop_on_signals  # noqa: E402
-from offset_pipeline.devstack.traffic import TrafficGenerator, ensure_topics  # noqa: E402
-from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges  # noqa: E402
+from devstack.cli import cluster_address, start_process_logging, stop_on_signals  # noqa: E402
+from devstack.traffic import TrafficGenerator, ensure_topics  # noqa: E402
+from offset_pipeline.kafka_io.group_offsets import read_partition_ranges  # noqa: E402
 
 log = logging.getLogger("soak.load")
 PREFIX = "soak."

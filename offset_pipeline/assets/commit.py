@@ -1,16 +1,16 @@
 """``offset_standby_commits``: each cycle, write the translated offsets to the standby groups.
 
-Reads this run's ``offset_translations`` rows, and per group (``offset_pipeline/commit_step.py``):
+Reads this run's ``offset_translations`` rows, and per group (``offset_pipeline/sync/commit_step.py``):
 re-reads the standby group (members, committed offsets) and the active member count just before
 planning, finds partitions reset backwards on the active cluster since the group's previous
 snapshot, plans with ``plan_standby_commits`` (DESIGN.md §5, with each partition's safe bound) and
 writes with ONE commit call per group, never in a dry run. Every decision is logged
-(``commit_log_line``, to the step's stderr: ``decision_log.py``) and appended to
+(``commit_log_line``, to the step's stderr: ``monitoring/decision_log.py``) and appended to
 ``offset_commits``, also dry-run, refused, split-brain, skipped and failed ones. Groups are
 independent and handled ``parallel_groups`` at a time; one group failing (a cluster down) never
 fails the others.
 
-Asset checks: ``no_loss`` (ERROR) and ``sync_freshness`` (WARN), see ``offset_pipeline/commit_checks.py``.
+Asset checks: ``no_loss`` (ERROR) and ``sync_freshness`` (WARN), see ``offset_pipeline/sync/commit_checks.py``.
 """
 
 import time
@@ -20,19 +20,19 @@ from concurrent.futures import ThreadPoolExecutor
 import dagster as dg
 from pydantic import Field
 
-from offset_pipeline.commit_checks import (
+from offset_pipeline.sync.commit_checks import (
     FRESHNESS_CHECK,
     NO_LOSS_CHECK,
     evaluate_no_loss,
     evaluate_sync_freshness,
 )
-from offset_pipeline.commit_rules import CommitDecision, commit_log_line
-from offset_pipeline.commit_step import TRANSLATED_COLUMNS, CycleContext, TranslatedRow, commit_group
-from offset_pipeline.kafka_writes.group_io import IsolatedGroupIO
-from offset_pipeline.decision_log import write_decision_lines
+from offset_pipeline.sync.commit_rules import CommitDecision, commit_log_line
+from offset_pipeline.sync.commit_step import TRANSLATED_COLUMNS, CycleContext, TranslatedRow, commit_group
+from offset_pipeline.kafka_io.group_io import IsolatedGroupIO
+from offset_pipeline.monitoring.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.settings import dry_run_default, kafka_timeout_s
-from offset_pipeline import cycle_carry
+from offset_pipeline.sync import cycle_carry
 from offset_pipeline.assets.translation import TRANSLATION_ROWS
 from offset_pipeline.storage import commits, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
@@ -50,7 +50,7 @@ class CommitConfig(dg.Config):
     parallel_groups: int = Field(default=8, ge=1)
 
 
-# Logged at DEBUG (decision_log.py): a commit forward, a standby already at t, and a result with
+# Logged at DEBUG (monitoring/decision_log.py): a commit forward, a standby already at t, and a result with
 # no offset (its translation line, at INFO, already says why; during an outage these were half of
 # 8 MB of compute log per cycle at 10,000 group-partitions).
 ROUTINE_COMMITS = (CommitDecision.COMMIT, CommitDecision.UNCHANGED, CommitDecision.SKIPPED_UNTRANSLATED)
@@ -116,7 +116,7 @@ def offset_standby_commits(
                                 f"({type(exc).__name__}); no rewind after a reset this cycle")
             client = None
     clusters = {resource.cluster_name: resource for resource in (idc1, idc2)}
-    # Each cluster's calls in a child process of its own (kafka_writes/group_io.py): a librdkafka
+    # Each cluster's calls in a child process of its own (kafka_io/group_io.py): a librdkafka
     # abort costs the groups in flight on that cluster, not the run.
     io = IsolatedGroupIO({name: resource.plain() for name, resource in clusters.items()})
     unreachable: dict = {}
@@ -140,7 +140,7 @@ def offset_standby_commits(
     finally:
         io.close()
     kafka_s = time.monotonic() - kafka_started
-    # One line per decision to the step's stderr (decision_log.py); errors also as Dagster warnings,
+    # One line per decision to the step's stderr (monitoring/decision_log.py); errors also as Dagster warnings,
     # a bounded number of them (a cluster down would otherwise be one event per group-partition).
     logged = write_decision_lines([line for line, r in lines if not r])
     logged += write_decision_lines([line for line, r in lines if r], routine=True)

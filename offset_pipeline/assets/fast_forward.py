@@ -19,12 +19,12 @@ from collections import Counter
 import dagster as dg
 from pydantic import Field
 
-from offset_pipeline.commit_checks import NO_LOSS_CHECK, evaluate_no_loss
-from offset_pipeline.commit_rules import commit_log_line
-from offset_pipeline.commit_step import CycleContext
-from offset_pipeline.decision_log import write_decision_lines
-from offset_pipeline.fast_forward_check import RequestedPartition
-from offset_pipeline.fast_forward_step import FastForwardRequest, fast_forward_group
+from offset_pipeline.sync.commit_checks import NO_LOSS_CHECK, evaluate_no_loss
+from offset_pipeline.sync.commit_rules import commit_log_line
+from offset_pipeline.sync.commit_step import CycleContext
+from offset_pipeline.monitoring.decision_log import write_decision_lines
+from offset_pipeline.fast_forward.recheck import RequestedPartition
+from offset_pipeline.fast_forward.step import FastForwardRequest, fast_forward_group
 from offset_pipeline.monitoring.metric_rules import CycleFacts, metric_rows
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.mirrors import MirrorsResource

@@ -1,7 +1,7 @@
 """``offset_sync_metrics``: each cycle, the monitoring rows of every group-partition (DESIGN.md §7).
 
 Takes this run's translations, commit decisions and snapshot log ends from the earlier steps in this
-process (``cycle_carry.py``; from ClickHouse only when they are not here: a step re-executed alone),
+process (``sync/cycle_carry.py``; from ClickHouse only when they are not here: a step re-executed alone),
 reads what it needs of earlier cycles from ClickHouse (recent rows first: ``storage/recent.py``),
 computes ``d = f - g``, ``dd``, the sync age and a status per group-partition with the pure
 ``monitoring/metric_rules.py``, and appends them to ``offset_sync_metrics`` (the per-minute rollup
@@ -21,7 +21,7 @@ from pydantic import Field
 from offset_pipeline.monitoring.convergence_plot import as_markdown_image, convergence_png
 from offset_pipeline.monitoring.metric_rules import STATUS_ORDER, CycleFacts, metric_rows, worst, worst_first
 from offset_pipeline.resources import ClickHouseResource
-from offset_pipeline import cycle_carry
+from offset_pipeline.sync import cycle_carry
 from offset_pipeline.assets.commit import COMMIT_ROWS
 from offset_pipeline.assets.snapshot import SNAPSHOT_ROWS
 from offset_pipeline.assets.translation import TRANSLATION_ROWS

@@ -19,13 +19,13 @@ from concurrent.futures import ThreadPoolExecutor
 import dagster as dg
 from pydantic import Field
 
-from offset_pipeline.kafka_reads.cluster_snapshot import ClusterRanges, cluster_groups, cluster_ranges
-from offset_pipeline.kafka_reads.group_offsets import DEFAULT_GROUP_EXCLUDE, GroupFilter, describe_error
-from offset_pipeline.kafka_reads.isolated import IsolatedCalls
+from offset_pipeline.kafka_io.cluster_snapshot import ClusterRanges, cluster_groups, cluster_ranges
+from offset_pipeline.kafka_io.group_offsets import DEFAULT_GROUP_EXCLUDE, GroupFilter, describe_error
+from offset_pipeline.kafka_io.isolated import IsolatedCalls
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.settings import kafka_timeout_s
-from offset_pipeline.snapshot_rows import build_snapshot_rows, involved_partitions
-from offset_pipeline import cycle_carry
+from offset_pipeline.sync.snapshot_rows import build_snapshot_rows, involved_partitions
+from offset_pipeline.sync import cycle_carry
 from offset_pipeline.storage import snapshots
 from offset_pipeline.storage.deferred_writes import open_writer
 
@@ -66,7 +66,7 @@ def offset_snapshot(
     clusters = {resource.cluster_name: resource for resource in (idc1, idc2)}
     timeout_s = config.kafka_timeout_s
 
-    # Each cluster's reads in a child process of its own (kafka_reads/isolated.py): librdkafka can
+    # Each cluster's reads in a child process of its own (kafka_io/isolated.py): librdkafka can
     # abort its process when admin requests time out around a broker restart; so it costs only that
     # cluster's facts. Both clusters are read at once.
     groups, unavailable, ranges, timestamp_types, range_errors = {}, {}, {}, {}, {}

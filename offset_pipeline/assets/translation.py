@@ -2,13 +2,13 @@
 
 Reads this run's ``offset_snapshot`` rows from ClickHouse, decides each group's direction (members,
 then the group's own offset movement since the previous snapshot, then its previous direction:
-``offset_pipeline/sync_work.py``; a group with members on both clusters is a split brain and is not
+``offset_pipeline/sync/work.py``; a group with members on both clusters is a split brain and is not
 translated), detects the shape of topics without a configured one from the origin headers of their
-newest records (``offset_pipeline/shape_step.py``; a configured shape always wins),
+newest records (``offset_pipeline/sync/shape_step.py``; a configured shape always wins),
 translates on Spark grouped by topic-partition (each Kafka partition read once per cycle however
 many groups read it), and appends the results to ``offset_translations`` and the anchors to keep to
 ``offset_anchors``. Every decision is logged in one line (``decision_log_line``) to the step's
-stderr (``decision_log.py``), with one summary event in the run's Dagster log.
+stderr (``monitoring/decision_log.py``), with one summary event in the run's Dagster log.
 
 Spark is bounded (``SparkResource.run_job``: a Connect server is probed first, the job has a time
 bound): when it refuses, fails or runs past its bound, the cycle's translatable group-partitions get
@@ -28,10 +28,10 @@ from collections import Counter
 import dagster as dg
 from pydantic import Field
 
-from offset_pipeline.decision_log import write_decision_lines
+from offset_pipeline.monitoring.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.spark import SparkResource, SparkUnavailable
-from offset_pipeline.spark_translation import (
+from offset_pipeline.sync.spark_translation import (
     PARTITION_KEY,
     RESULT_COLUMNS,
     result_row,
@@ -40,13 +40,13 @@ from offset_pipeline.spark_translation import (
     work_dataframe,
 )
 from offset_pipeline.settings import kafka_timeout_s, mirror_writes_headers, topic_shapes, translation_budget_s
-from offset_pipeline.shape_step import ShapeSettings, ShapeStep, sample_and_detect
-from offset_pipeline import cycle_carry
+from offset_pipeline.sync.shape_step import ShapeSettings, ShapeStep, sample_and_detect
+from offset_pipeline.sync import cycle_carry
 from offset_pipeline.assets.snapshot import SNAPSHOT_ROWS
 from offset_pipeline.storage import deferrals, fast_forwards, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
 from offset_pipeline.storage.history import direction_history, previous_snapshot
-from offset_pipeline.sync_work import SNAPSHOT_COLUMNS, DirectionHistory, build_work
+from offset_pipeline.sync.work import SNAPSHOT_COLUMNS, DirectionHistory, build_work
 from offset_pipeline.translation import TranslationStatus
 from offset_pipeline.translation.translate import quote_log_text
 
@@ -61,7 +61,7 @@ _SAID_ONCE_STATUSES = (
 
 
 def is_routine_translation(row: dict) -> bool:
-    """Logged at DEBUG (decision_log.py): a translated offset with nothing to warn about, or a row
+    """Logged at DEBUG (monitoring/decision_log.py): a translated offset with nothing to warn about, or a row
     of an outage or of a spent read budget (said once by the step)."""
     try:
         status = TranslationStatus(row["status"])
@@ -90,7 +90,7 @@ class TranslationConfig(dg.Config):
     # writes none: one-way topics then go by timestamp search alone. Default from
     # OFFSET_PIPELINE_MIRROR_WRITES_HEADERS (on).
     mirror_writes_headers: bool = Field(default_factory=mirror_writes_headers)
-    # Shape detection for topics not in topic_shapes (shape_step.py): how many topics are sampled
+    # Shape detection for topics not in topic_shapes (sync/shape_step.py): how many topics are sampled
     # per cycle, how many newest records per sample, how long evidence counts, how many records per
     # cluster a one-way verdict needs. Off: unconfigured topics stay unknown (header anchors only).
     detect_shapes: bool = True
@@ -225,7 +225,7 @@ def offset_translations(
             f"read first next cycle; {len(first_in_line)} partitions left by the last cycle were read first"
         )
 
-    # One line per decision to the run's stderr (decision_log.py: not one Dagster event each); the
+    # One line per decision to the run's stderr (monitoring/decision_log.py: not one Dagster event each); the
     # routine ones (translated, no warning) at DEBUG, left out by default.
     routine = [is_routine_translation(row) for row in rows]
     logged = write_decision_lines(

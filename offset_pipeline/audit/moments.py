@@ -5,7 +5,7 @@ A moment is one snapshot of one group: ``c`` on the active cluster, ``t`` on the
 ends then. Its region starts ``margin`` offsets below ``t`` (B) and below ``c`` (A) and ends at the
 log ends then; when :func:`~offset_pipeline.audit.failover_cost.failover_cost` answers
 ``needs_wider_read`` the margin grows fourfold, up to whole logs, where every moment is decided (or
-its records are named gone). The record cache (``kafka_reads/audit_records.py``) reads each offset
+its records are named gone). The record cache (``audit/record_cache.py``) reads each offset
 once for all moments and groups of the partition.
 """
 

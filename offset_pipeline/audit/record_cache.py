@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from confluent_kafka import TopicPartition
 
 from offset_pipeline.audit.failover_cost import Origin, ReadRegion, Shape, StandbyRecord
-from offset_pipeline.kafka_reads.partition_records import ReadStats, _Clients, _Reader
+from offset_pipeline.kafka_io.partition_records import ReadStats, _Clients, _Reader
 from offset_pipeline.translation.headers import CopiedFrom, LocalRecord
 
 

@@ -2,7 +2,7 @@
 
 Rows of :data:`MOMENT_SCHEMA` (one per group and snapshot) are hash-partitioned by topic-partition
 and direction, so each Kafka partition is read by one task, once for all its groups and moments
-(``kafka_reads/audit_records.PartitionRecordCache``), and each task audits its keys one after
+(``kafka_io/audit_records.PartitionRecordCache``), and each task audits its keys one after
 another (``audit/moments.py``). Out: :data:`RESULT_SCHEMA`, one row per moment.
 """
 
@@ -37,7 +37,7 @@ def audit_partition_rows(rows: list[dict[str, Any]], confs: dict[str, dict], *, 
     """One topic-partition and direction: every moment's cost (plain dicts in and out)."""
     from offset_pipeline.audit.failover_cost import Shape
     from offset_pipeline.audit.moments import FIRST_MARGIN, Moment, audit_moment
-    from offset_pipeline.kafka_reads.audit_records import PartitionRecordCache
+    from offset_pipeline.audit.record_cache import PartitionRecordCache
 
     first = rows[0]
     active, standby, topic, partition = first["active"], first["standby"], first["topic"], int(first["partition"])

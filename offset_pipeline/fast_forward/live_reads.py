@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from offset_pipeline.fast_forward_check import LivePartition
-from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges
-from offset_pipeline.kafka_reads.partition_records import gap_holds_no_record
-from offset_pipeline.kafka_reads.standby_groups import read_live_group_state
+from offset_pipeline.fast_forward.recheck import LivePartition
+from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
+from offset_pipeline.kafka_io.partition_records import gap_holds_no_record
+from offset_pipeline.kafka_io.standby_groups import read_live_group_state
 
 TP = tuple[str, int]
 

@@ -2,7 +2,7 @@
 what was read live from Kafka in, a named verdict and the caught-up facts out.
 
 The sensor's view may be old. Before anything is committed, every condition is checked again
-against the live reads (``kafka_reads/live_partitions.py``):
+against the live reads (``fast_forward/live_reads.py``):
 
 * **quiet**: both log ends are still the ones the sensor saw, which its snapshots showed unmoved
   since ``stable_since_ms``; logs only grow, so nothing was written since, and the quiet time is
@@ -24,7 +24,7 @@ A standby offset already at the standby log end is not rejected here: the commit
 facts for :func:`~offset_pipeline.translation.translate_caught_up` and the safe bound, which decide
 the offset; the commit rules (DESIGN.md §5) decide whether it is written.
 
-Invariants (tests/test_fast_forward_check.py): a passing re-check's facts always satisfy the
+Invariants (tests/fast_forward/test_recheck.py): a passing re-check's facts always satisfy the
 caught-up rule; a moved log end, lag beyond markers or a mirror behind (``mirror_stopped``) is
 rejected by name.
 """
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from offset_pipeline.stale_candidates import Rejection, mirror_stopped_detail
+from offset_pipeline.fast_forward.stale_candidates import Rejection, mirror_stopped_detail
 from offset_pipeline.translation import CaughtUpFacts, PartitionFacts, TopicShape
 
 
@@ -50,7 +50,7 @@ class RequestedPartition:
 
 @dataclass(frozen=True)
 class LivePartition:
-    """What the job read from Kafka for one partition (``kafka_reads/live_partitions.py``)."""
+    """What the job read from Kafka for one partition (``fast_forward/live_reads.py``)."""
 
     topic: str
     partition: int

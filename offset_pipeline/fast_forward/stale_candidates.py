@@ -42,10 +42,10 @@ position as a fact about the past, and these are the cases of a stopped B->A mir
   future, and ``t`` never covers the future. It is only unprovable that the mirror runs, and nothing
   needs that: a running, idle devstack mirror leaves no trace either (it commits only when it copies,
   and its positions group has no members: it assigns its partitions itself and commits through the
-  producer's transactions -- tests/test_stale_fast_forward.py checks that; MirrorMaker 2's source
+  producer's transactions -- tests/fast_forward/test_stale_fast_forward.py checks that; MirrorMaker 2's source
   tasks assign their partitions too and keep their positions in Connect's offsets topic).
   Requiring proof of life would stop every fast-forward on a quiet mirror, i.e. the feature. So a
-  caught-up stopped mirror is allowed, and tests/test_stale_fast_forward.py fails over after such
+  caught-up stopped mirror is allowed, and tests/fast_forward/test_stale_fast_forward.py fails over after such
   a fast-forward.
 
 The same holds for the A->B mirror (its position makes the fast-forward duplicate-free). A
@@ -56,7 +56,7 @@ verdict is ``mirror_stopped`` (``mirror_behind`` stays in the enum for rows writ
 Every other group-partition gets a named rejection with a detail. The sensor's view may be old: the
 job re-checks every condition against live Kafka (``translation/caught_up.py``) before committing.
 
-Invariants (tests/test_stale_candidates.py): a candidate satisfies all four conditions; a log end
+Invariants (tests/fast_forward/test_stale_candidates.py): a candidate satisfies all four conditions; a log end
 that moved inside the window, a lag or a mirror position more than the slack behind a log end is
 never a candidate (the last is ``mirror_stopped``); the run key is the same for the same
 group-partition and log ends, and differs when a log end moves.

@@ -4,7 +4,7 @@
 partitions and the log ends it saw) and returns one ``offset_fast_forwards`` row per partition,
 whatever happens:
 
-1. the live facts are read again (``kafka_reads/live_partitions.py``); a cluster that does not
+1. the live facts are read again (``fast_forward/live_reads.py``); a cluster that does not
    answer fails the group's rows (``failed``, with the error), nothing written;
 2. each partition is re-checked (``fast_forward_check.recheck``): a failed condition leaves it
    alone with its named rejection (a mirror behind a log end quiet for the window: ``mirror_stopped``,
@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from offset_pipeline.commit_rules import StandbyCommit
-from offset_pipeline.commit_step import CycleContext, TranslatedRow, commit_group
-from offset_pipeline.fast_forward_check import RequestedPartition, Recheck, recheck
-from offset_pipeline.kafka_reads.live_partitions import LiveGroup, read_live_partitions
+from offset_pipeline.sync.commit_rules import StandbyCommit
+from offset_pipeline.sync.commit_step import CycleContext, TranslatedRow, commit_group
+from offset_pipeline.fast_forward.recheck import RequestedPartition, Recheck, recheck
+from offset_pipeline.fast_forward.live_reads import LiveGroup, read_live_partitions
 from offset_pipeline.storage import fast_forwards as ff
 from offset_pipeline.storage.commits import CommitRow
 from offset_pipeline.translation import (

@@ -132,7 +132,7 @@ def _delete_check_executions(storage, run_id: str) -> None:
     """``delete_run`` leaves the run's asset check executions in the event index (Dagster 1.13):
     about 2 KB each, five per sync run, 28 MB a day that nothing would ever delete. Dagster has no
     public call for it, so its own table definition is used, on SQL storages only (SQLite and
-    PostgreSQL); tests/test_run_retention.py notices if a Dagster upgrade moves it."""
+    PostgreSQL); tests/housekeeping/test_run_retention.py notices if a Dagster upgrade moves it."""
     has_table = getattr(storage, "has_table", None)
     index_connection = getattr(storage, "index_connection", None)
     if has_table is None or index_connection is None or not has_table("asset_check_executions"):

@@ -1,5 +1,5 @@
 """One cluster's librdkafka settings as plain data (:class:`ClusterClient`): what a Kafka call in a
-child process (``kafka_reads/isolated.py``) needs, where a Dagster resource does not travel. It
+child process (``kafka_io/isolated.py``) needs, where a Dagster resource does not travel. It
 answers the three things the group reads and writes ask of a cluster: its name, a consumer config
 for a group, an admin client.
 

@@ -1,5 +1,5 @@
 """One cluster's part of the snapshot, as two calls that run in a child process
-(``kafka_reads/isolated.py``): its groups, then the log ranges and timestamp types of the partitions
+(``kafka_io/isolated.py``): its groups, then the log ranges and timestamp types of the partitions
 any group of either cluster involves. Each takes the cluster's client configuration and returns
 plain data; the snapshot asset turns a call that failed, timed out or crashed into that cluster's
 ``UNAVAILABLE`` rows.
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from offset_pipeline.kafka_reads.cluster_client import shared_admin
-from offset_pipeline.kafka_reads.group_offsets import (
+from offset_pipeline.kafka_io.cluster_client import shared_admin
+from offset_pipeline.kafka_io.group_offsets import (
     GroupFilter,
     GroupState,
     PartitionRange,

@@ -1,6 +1,6 @@
 """Kafka consumers kept for the life of a process, keyed by their client config.
 
-The translation reads (:mod:`offset_pipeline.kafka_reads.partition_records`) only ever ``assign``,
+The translation reads (:mod:`offset_pipeline.kafka_io.partition_records`) only ever ``assign``,
 read and ``unassign``: no ``subscribe``, no group membership, no commits. A consumer can therefore
 serve one partition after another, and a Spark Python worker (reused across tasks and cycles)
 keeps its consumers instead of paying a new client's connection set-up and metadata round trips

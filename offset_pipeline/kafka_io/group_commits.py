@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from offset_pipeline.kafka_reads.standby_groups import TP, group_client_config, read_committed_offsets
+from offset_pipeline.kafka_io.standby_groups import TP, group_client_config, read_committed_offsets
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ the standby, the one commit), in this process (:class:`DirectGroupIO`) or in a c
 cluster (:class:`IsolatedGroupIO`, the sync cycle's choice).
 
 Why a child: librdkafka can abort the whole process when requests time out around a broker restart
-(confluentinc/librdkafka#4605, see ``kafka_reads/isolated.py``). In the run worker that cost the
+(confluentinc/librdkafka#4605, see ``kafka_io/isolated.py``). In the run worker that cost the
 run; in a child it is one cluster's error on the groups in flight, recorded as ``failed`` rows, and
 the cluster counts as unreachable for the rest of the cycle. A child that dies during a commit
 leaves the group at its old or its new offsets (one OffsetCommit request is applied whole); the
@@ -19,16 +19,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from offset_pipeline.kafka_reads.cluster_client import ClusterClient
-from offset_pipeline.kafka_reads.isolated import IsolatedCalls, KafkaCallFailed, KafkaClientDied
-from offset_pipeline.kafka_reads.standby_groups import (
+from offset_pipeline.kafka_io.cluster_client import ClusterClient
+from offset_pipeline.kafka_io.isolated import IsolatedCalls, KafkaCallFailed, KafkaClientDied
+from offset_pipeline.kafka_io.standby_groups import (
     TP,
     LiveGroupState,
     cluster_unreachable,
     read_group_members,
     read_live_group_state,
 )
-from offset_pipeline.kafka_writes.group_commits import GroupCommitWrite, commit_group_offsets
+from offset_pipeline.kafka_io.group_commits import GroupCommitWrite, commit_group_offsets
 
 #: Beyond the Kafka bound of a call: a child process may have to start first.
 CHILD_START_S = 30.0

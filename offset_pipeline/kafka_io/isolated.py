@@ -10,7 +10,7 @@ named reason on that cluster's rows (``cluster_unavailable``) and the run goes o
 
 Invariants:
 
-* The child is a fresh interpreter (``python -m offset_pipeline.kafka_reads.isolated``): no copy of
+* The child is a fresh interpreter (``python -m offset_pipeline.kafka_io.isolated``): no copy of
   the parent's Kafka client threads, and nothing of the parent's ``__main__`` runs again.
 * Every call has a bound: a child that does not answer in time is killed (``TimeoutError``); one that
   dies gives :class:`KafkaClientDied` with its exit status. Either way the child is gone, and the next
@@ -191,7 +191,7 @@ class IsolatedCalls:
 
 def _die_with_parent() -> None:
     """SIGKILL when the parent (the run worker) dies, even in the middle of a Kafka call: a stop of
-    the run must leave no child behind (tests/test_clean_stop.py)."""
+    the run must leave no child behind (tests/devstack/test_clean_stop.py)."""
     parent = os.getppid()
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

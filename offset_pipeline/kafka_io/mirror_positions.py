@@ -1,6 +1,6 @@
 """How far a data mirror has read its source partitions: its committed positions.
 
-Input for the stale-partition rule (``stale_candidates.py``: both mirrors caught up). A mirror keeps
+Input for the stale-partition rule (``fast_forward/stale_candidates.py``: both mirrors caught up). A mirror keeps
 its source positions as consumer-group offsets (the devstack mirror on the *target* cluster, in the
 same transactions as its copies: ``devstack/mirror.py``); which group and which cluster is
 configuration. Read with a consumer's ``committed()`` under that group id, which never joins the

@@ -30,7 +30,7 @@ The last stable offset costs no request of its own: a read_committed fetch at it
 the partition (``enable.partition.eof``); only a read that gets nothing at all (it starts above the
 last stable offset) asks the broker for the last stable offset.
 
-**Client reuse.** Consumers come from a per-process :class:`~offset_pipeline.kafka_reads.consumer_pool.ConsumerPool`
+**Client reuse.** Consumers come from a per-process :class:`~offset_pipeline.kafka_io.consumer_pool.ConsumerPool`
 keyed by client config, so a Spark worker reads partition after partition with the same consumers.
 The broker answers their fetches at once when there is no data (``fetch.wait.max.ms`` = 0): a
 consumer has one fetch in flight per broker, so the next partition's first fetch would otherwise wait
@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from offset_pipeline.kafka_reads.consumer_pool import ConsumerPool
+from offset_pipeline.kafka_io.consumer_pool import ConsumerPool
 from offset_pipeline.translation.facts import CaughtUpPoint, PartitionFacts, RecordFact, TimestampFacts, TimestampType
 from offset_pipeline.translation.result import Anchor
 from offset_pipeline.translation.shape import TopicShape

@@ -30,7 +30,7 @@ The status of a group-partition, the first that applies (``STATUS_ORDER``):
   switchover now duplicates nothing;
 * ``Mirroring``: synced, loss-free, duplicates possible.
 
-Invariants (tests/test_metric_rules.py): one row per input row; ``dd`` is NULL exactly when there is
+Invariants (tests/monitoring/test_metric_rules.py): one row per input row; ``dd`` is NULL exactly when there is
 no previous ``d`` of the same direction; ``InSync`` only with an exact status and ``g`` equal to the
 translated offset; a SplitBrain or Broken input never reads as InSync or Mirroring.
 """

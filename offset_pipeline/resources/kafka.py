@@ -13,7 +13,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from pydantic import field_validator
 
-from offset_pipeline.kafka_reads.cluster_client import ClusterClient, consumer_settings
+from offset_pipeline.kafka_io.cluster_client import ClusterClient, consumer_settings
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 

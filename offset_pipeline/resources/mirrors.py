@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 import dagster as dg
 from pydantic import Field
 
-from offset_pipeline.kafka_reads.mirror_positions import read_mirror_positions
+from offset_pipeline.kafka_io.mirror_positions import read_mirror_positions
 from offset_pipeline.settings import kafka_timeout_s
 
 

@@ -1,5 +1,5 @@
 """``dagster_run_retention``: deletes old finished runs with their event logs and compute logs, so
-``DAGSTER_HOME`` stays bounded (the rule and the deletion: ``offset_pipeline/run_retention.py``).
+``DAGSTER_HOME`` stays bounded (the rule and the deletion: ``offset_pipeline/housekeeping/run_retention.py``).
 
 It launches no run: the deletion happens in the tick itself, bounded per tick (runs and seconds),
 every ``OFFSET_PIPELINE_RUN_RETENTION_INTERVAL_S`` (default 600 s); a backlog drains over the next
@@ -13,7 +13,7 @@ import time
 
 import dagster as dg
 
-from offset_pipeline.run_retention import apply_run_retention, run_retention
+from offset_pipeline.housekeeping.run_retention import apply_run_retention, run_retention
 
 # Read at load: a bad value fails the code location, not a tick an hour later.
 RUN_RETENTION = run_retention()

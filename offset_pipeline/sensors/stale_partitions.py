@@ -34,13 +34,13 @@ from collections import Counter, defaultdict
 
 import dagster as dg
 
-from offset_pipeline.jobs import SYNC_CONCURRENCY_TAG, offset_fast_forward_job
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.mirrors import MirrorsResource
+from offset_pipeline.sensors.run_targets import FAST_FORWARD_JOB, SYNC_CONCURRENCY_TAG
 from offset_pipeline.sensors.sync_cadence import IN_FLIGHT, sync_interval_s
 from offset_pipeline.settings import kafka_timeout_s, stale_window_s
-from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges
-from offset_pipeline.stale_candidates import LogEnds, Rejection, StaleVerdict, classify, skip_reason
+from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
+from offset_pipeline.fast_forward.stale_candidates import LogEnds, Rejection, StaleVerdict, classify, skip_reason
 from offset_pipeline.storage import snapshots
 from offset_pipeline.storage.stale_history import partition_histories
 
@@ -189,7 +189,7 @@ def stale_sensor_interval_s() -> int:
 
 
 @dg.sensor(
-    job=offset_fast_forward_job,
+    job_name=FAST_FORWARD_JOB,
     minimum_interval_seconds=stale_sensor_interval_s(),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Finds quiet, caught-up low-traffic group-partitions (DESIGN.md §4.3) and requests their fast-forward.",

@@ -11,7 +11,7 @@ import time
 
 import dagster as dg
 
-from offset_pipeline.jobs import offset_sync_job
+from offset_pipeline.sensors.run_targets import SYNC_JOB
 
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED,
@@ -31,7 +31,7 @@ def evaluate_sync_tick(context: dg.SensorEvaluationContext, now_s: float, interv
     cycle = int(now_s // interval_s)
     cursor = json.loads(context.cursor) if context.cursor else {}
     in_flight = context.instance.get_runs(
-        filters=dg.RunsFilter(job_name=offset_sync_job.name, statuses=IN_FLIGHT), limit=1
+        filters=dg.RunsFilter(job_name=SYNC_JOB, statuses=IN_FLIGHT), limit=1
     )
     if in_flight:
         run = in_flight[0]
@@ -46,7 +46,7 @@ def evaluate_sync_tick(context: dg.SensorEvaluationContext, now_s: float, interv
 
 
 @dg.sensor(
-    job=offset_sync_job,
+    job_name=SYNC_JOB,
     minimum_interval_seconds=sync_interval_s(),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Requests one sync cycle per interval (default 30 s), never while one is in flight.",

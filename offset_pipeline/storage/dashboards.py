@@ -2,12 +2,12 @@
 ``grafana/dashboards/`` (for the grafana-clickhouse-datasource plugin, provisioned by
 ``grafana/provisioning/``).
 
-    .venv/bin/python -m offset_pipeline.monitoring.dashboards   # rewrite grafana/dashboards/*.json
+    .venv/bin/python -m offset_pipeline.storage.dashboards   # rewrite grafana/dashboards/*.json
 
 The time series read the per-minute rollup (``offset_sync_metrics_1m``) so 30 days stay fast; the
 status table reads the newest raw rows. Macros are the plugin's (``$__timeFilter``,
 ``$__timeInterval``); variables use Grafana's ``singlequote`` format (group ids may hold quotes).
-tests/test_dashboards.py checks that the files match this module and runs every panel's SQL
+tests/storage/test_dashboards.py checks that the files match this module and runs every panel's SQL
 (``grafana_sql.expand``) against ClickHouse on rows written by real sync cycles.
 """
 

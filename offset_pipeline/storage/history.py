@@ -1,4 +1,4 @@
-"""Reads of earlier cycles that the direction rules need (:class:`~offset_pipeline.sync_work.DirectionHistory`).
+"""Reads of earlier cycles that the direction rules need (:class:`~offset_pipeline.sync.work.DirectionHistory`).
 
 All queries are parameterized (clickhouse-connect binding); a table that does not exist yet (a
 first cycle, or a cycle before any commit) reads as empty.
@@ -14,7 +14,7 @@ from offset_pipeline.storage.recent import recent
 from offset_pipeline.storage.snapshots import TABLE as SNAPSHOTS_TABLE
 from offset_pipeline.storage.snapshots import snapshot_time_ms
 from offset_pipeline.storage.translations import TRANSLATIONS_TABLE
-from offset_pipeline.sync_work import DirectionHistory
+from offset_pipeline.sync.work import DirectionHistory
 
 
 def _exists(client, table: str) -> bool:
@@ -126,7 +126,7 @@ _UNSET = object()
 
 def direction_history(client, snapshot_id: str, previous=_UNSET, group_ids: Iterable[str] | None = None,
                       at_ms: int | None = None) -> DirectionHistory:
-    """Everything :func:`~offset_pipeline.sync_work.build_work` needs from earlier cycles.
+    """Everything :func:`~offset_pipeline.sync.work.build_work` needs from earlier cycles.
     ``previous``: :func:`previous_snapshot` when the caller has it already. ``group_ids`` and
     ``at_ms``: see :func:`previous_directions`."""
     if previous is _UNSET:

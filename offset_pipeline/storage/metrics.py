@@ -201,7 +201,7 @@ def previous_state(client, group_ids: Iterable[str], before_ms: int, *,
     a key with any row there is answered from those rows; only the keys without one are read over
     their whole history, by the primary index. So a cycle reads about a day's partition, not 35.
 
-    What the window changes, on purpose (``tests/test_recent_reads.py``):
+    What the window changes, on purpose (``tests/storage/test_recent_reads.py``):
 
     * ``last_synced``: nothing while runs follow one another. Each row carries its key's newest sync
       forward (``metric_rules.metric_rows``), so the window's newest row holds it however old it

@@ -16,7 +16,7 @@ partition (or two, just after midnight). The cost stops growing with the retenti
 the day. ``offset_anchors`` (not partitioned, time last in its key) gains nothing from a window and
 is still read whole.
 
-Invariant (``tests/test_recent_reads.py``): every reader built on this returns exactly what it
+Invariant (``tests/storage/test_recent_reads.py``): every reader built on this returns exactly what it
 returned when it read the whole table, for rows inside and outside the window alike.
 """
 

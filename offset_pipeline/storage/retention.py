@@ -14,7 +14,7 @@ Settings (environment, read when the code location loads and again whenever a ta
 
 Invariants:
 
-* Every MergeTree table the project creates has a TTL (``tests/test_storage_retention.py`` reads
+* Every MergeTree table the project creates has a TTL (``tests/storage/test_retention.py`` reads
   ``system.tables``), except :data:`UNEXPIRED_STATE_TABLES`: tables of one row per key (the
   replacing merges bound them), whose rows are current state and must never expire.
 * A row of UTC day ``D`` with ``N`` days of retention expires at ``D + N + 1`` (00:00 UTC): it is

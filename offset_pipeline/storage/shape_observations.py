@@ -1,5 +1,5 @@
 """The ``topic_shape_observations`` table: origin-header counts sampled per cycle, the evidence
-shape detection sums over a horizon (``offset_pipeline/shape_detection.py``).
+shape detection sums over a horizon (``offset_pipeline/sync/shape_detection.py``).
 
 One row per (cycle, topic, partition, cluster) sampled. Parameterized queries only. Rows are kept
 ``OFFSET_PIPELINE_CLICKHOUSE_TTL_DAYS`` (``storage/retention.py``; days, far longer than the

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime, timezone
 
-from offset_pipeline.stale_candidates import LogEnds, PartitionHistory
+from offset_pipeline.fast_forward.stale_candidates import LogEnds, PartitionHistory
 from offset_pipeline.storage import snapshots, translations
 
 _NEWEST_DIRECTIONS = (

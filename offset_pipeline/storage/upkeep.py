@@ -22,7 +22,7 @@ every second (``cleanup_delay_period``); ClickHouse still deletes a replaced par
 ``old_parts_lifetime`` (a server keeps them 8 minutes; chdb at once), so this changes when the task
 looks, not what it keeps.
 
-Invariant (``tests/test_storage_upkeep.py``): after :func:`ensure_upkeep`, every column of a type
+Invariant (``tests/storage/test_upkeep.py``): after :func:`ensure_upkeep`, every column of a type
 above carries its codec and the table its cleanup settings; calling it again alters nothing.
 """
 

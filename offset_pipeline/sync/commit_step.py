@@ -6,10 +6,10 @@
 * an undecided group (split brain, undetermined direction, a cluster unavailable when translating)
   gets ``split_brain`` or ``skipped_untranslated`` rows, and no Kafka call at all;
 * otherwise the active cluster's member count and the standby group's members and committed
-  offsets are re-read just before planning (:mod:`offset_pipeline.kafka_reads.standby_groups`);
+  offsets are re-read just before planning (:mod:`offset_pipeline.kafka_io.standby_groups`);
   ``active_reset`` is every partition whose committed offset on the active cluster went down since
   the group's previous snapshot; :func:`plan_standby_commits` decides with each partition's safe
-  bound; the offsets to write go out in ONE commit call (:mod:`offset_pipeline.kafka_writes`),
+  bound; the offsets to write go out in ONE commit call (:mod:`offset_pipeline.kafka_io`),
   never in a dry run;
 * a group whose state cannot be re-read (a cluster down or slow, bad rows) gets ``failed`` rows
   with the error: it never fails the other groups. ``unreachable`` remembers clusters that did not
@@ -21,16 +21,16 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 
-from offset_pipeline.commit_rules import (
+from offset_pipeline.sync.commit_rules import (
     CommitDecision,
     StandbyCommit,
     StandbyGroupState,
     offsets_to_commit,
     plan_standby_commits,
 )
-from offset_pipeline.kafka_reads.standby_groups import TP
-from offset_pipeline.kafka_writes.group_commits import GroupCommitWrite
-from offset_pipeline.kafka_writes.group_io import DirectGroupIO, GroupIOError
+from offset_pipeline.kafka_io.standby_groups import TP
+from offset_pipeline.kafka_io.group_commits import GroupCommitWrite
+from offset_pipeline.kafka_io.group_io import DirectGroupIO, GroupIOError
 from offset_pipeline.storage.commits import CommitRow
 from offset_pipeline.translation import Strategy, TranslationResult, TranslationStatus
 
@@ -136,7 +136,7 @@ def commit_group(
     ``clusters``: cluster name -> :class:`KafkaClusterResource`; ``active_before``: the active
     cluster's committed offsets in the group's previous snapshot; ``admins``: an AdminClient per
     cluster to reuse; ``unreachable``: cluster -> error, shared across the cycle's groups; ``io``:
-    where the Kafka calls run (``kafka_writes/group_io.py``; default: in this process, with
+    where the Kafka calls run (``kafka_io/group_io.py``; default: in this process, with
     ``clusters`` and ``admins``).
     """
     if not rows:

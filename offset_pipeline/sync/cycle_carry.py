@@ -1,6 +1,6 @@
 """What one step of a sync run hands the next, in the run's own process.
 
-The sync job runs its steps in one process (``jobs.py``), so the snapshot's rows, the translations
+The sync job runs its steps in one process (``definitions.py``), so the snapshot's rows, the translations
 and the commit decisions need not make a round trip through ClickHouse to reach the next step. Each
 step puts its rows here under the run id and reads its input from here first, from ClickHouse only
 when they are not here (a step re-executed alone). So a ClickHouse that is down costs late history

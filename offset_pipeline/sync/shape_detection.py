@@ -7,7 +7,7 @@ summed over a horizon of cycles. Sampling is bounded per cycle, never-sampled an
 sampled topics first, one partition per topic per cycle (rotating with the cycle), so the cost of
 a cycle does not grow with the number of unconfigured topics.
 
-Invariants (tests/test_shape_detection.py):
+Invariants (tests/sync/test_shape_detection.py):
 
 * a configured topic is never sampled and never gets a detected shape;
 * at most ``limit`` topics are sampled per cycle, and a topic never sampled comes before any

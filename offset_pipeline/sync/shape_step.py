@@ -1,5 +1,5 @@
 """The shape-detection part of the translation step: sample, store, decide (I/O around the pure
-``shape_detection.py``).
+``sync/shape_detection.py``).
 
 Each cycle, for topics of the snapshot without a configured shape: sample the newest records of one
 partition per topic on both clusters (bounded per cycle), append the origin counts to
@@ -16,8 +16,8 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from offset_pipeline.kafka_reads.header_sample import sample_consumer, sample_origins
-from offset_pipeline.shape_detection import detect_shapes, partition_to_sample, topics_to_sample
+from offset_pipeline.kafka_io.header_sample import sample_consumer, sample_origins
+from offset_pipeline.sync.shape_detection import detect_shapes, partition_to_sample, topics_to_sample
 from offset_pipeline.storage import shape_observations
 from offset_pipeline.storage.shape_observations import ShapeObservationRow
 from offset_pipeline.translation.shape import ShapeKind, TopicShape

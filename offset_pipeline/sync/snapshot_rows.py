@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from offset_pipeline.kafka_reads.group_offsets import GroupState, PartitionRange
+from offset_pipeline.kafka_io.group_offsets import GroupState, PartitionRange
 from offset_pipeline.storage.snapshots import SnapshotRow
 
 ABSENT_GROUP_STATE = "ABSENT"  # the group has never existed on that cluster

@@ -114,7 +114,7 @@ def translate_partition_rows(
 ) -> list[dict[str, Any]]:
     """The work of one task: rows of ONE (topic, partition, active, standby), read once, translated
     per group. Plain Python (no Spark), so it can run and be tested outside a Spark task."""
-    from offset_pipeline.kafka_reads.partition_records import (
+    from offset_pipeline.kafka_io.partition_records import (
         GroupPartitionInput,
         PartitionLogs,
         read_translation_facts,

@@ -6,7 +6,7 @@ cluster from, in order, members, the group's own offset movement since the previ
 (offsets this pipeline wrote to the standby do not count as movement), and the direction of the
 group's previous cycle (DESIGN.md §1, §5).
 
-Invariants (tested in tests/test_sync_work.py):
+Invariants (tested in tests/sync/test_work.py):
 
 * every group-partition of the snapshot gets exactly one work row or one undecided result;
 * a work row's standby is a cluster where the group had no members in the snapshot;
@@ -47,7 +47,7 @@ SNAPSHOT_COLUMNS = (
     "cluster", "group_id", "member_count", "topic", "partition", "committed_offset", "topic_present",
     "log_start", "log_end", "timestamp_type", "group_state", "read_error",
 )
-#: Group states of a snapshot row whose group facts are unknown (snapshot_rows.py, group_offsets.py).
+#: Group states of a snapshot row whose group facts are unknown (sync/snapshot_rows.py, group_offsets.py).
 UNKNOWN_GROUP_STATES = frozenset({"UNAVAILABLE", "UNREADABLE"})
 
 

@@ -1,7 +1,7 @@
 """Pure translation rules for the offset sync (DESIGN.md §2-§6): facts in, one result out.
 
 No Kafka, Spark or Dagster imports here: plain Python, so the rules can be tested exhaustively
-against the pure two-cluster model in :mod:`offset_pipeline.translation.model`.
+against the pure two-cluster model in :mod:`devstack.two_cluster_model`.
 """
 
 from .caught_up import caught_up_problem, kept_point_problem, translate_caught_up, translate_kept_caught_up

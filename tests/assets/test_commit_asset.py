@@ -17,13 +17,13 @@ from offset_pipeline.assets.commit import offset_standby_commits
 from offset_pipeline.assets.metrics import offset_sync_metrics
 from offset_pipeline.assets.snapshot import offset_snapshot
 from offset_pipeline.assets.translation import offset_translations
-from offset_pipeline.commit_rules import parse_commit_log_line
-from offset_pipeline.decision_log import decision_logger
+from offset_pipeline.sync.commit_rules import parse_commit_log_line
+from offset_pipeline.monitoring.decision_log import decision_logger
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from tests.conftest import wait_for
-from tests.test_dashboards import check_every_panel
-from tests.test_standby_group_io import Member, committed
-from tests.test_translation_asset import log_end, mirrored_topic, read_values  # noqa: F401 - fixture
+from tests.storage.test_dashboards import check_every_panel
+from tests.kafka_io.test_standby_group_io import Member, committed
+from tests.assets.test_translation_asset import log_end, mirrored_topic, read_values  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.kafka
 
@@ -36,7 +36,7 @@ def odd_group() -> str:
 
 @contextlib.contextmanager
 def decision_lines():
-    """Every line the decisions logger writes meanwhile (decision_log.py), routine ones included (as
+    """Every line the decisions logger writes meanwhile (monitoring/decision_log.py), routine ones included (as
     with OFFSET_PIPELINE_DECISION_LOG=all), in order."""
     lines: list[str] = []
 
@@ -179,7 +179,7 @@ def test_dry_run_then_commit_then_unchanged(kafka_pair, chdb_dsn, mirrored_topic
         lines = cycles.log_lines(real, "offset-sync commit ")
         assert sorted(parse_commit_log_line(line)["partition"] for line in lines) == list(range(PARTITIONS))
         assert {parse_commit_log_line(line)["group"] for line in lines} == {group}
-        # Not one Dagster event per decision (decision_log.py): one summary event per step.
+        # Not one Dagster event per decision (monitoring/decision_log.py): one summary event per step.
         events = [e.user_message for e in cycles.instance.all_logs(real.run_id)]
         assert not [m for m in events if m.startswith(("offset-sync commit ", "offset-sync decision "))]
         assert len([m for m in events if m.startswith("offset-sync commits ")]) == 1
@@ -244,7 +244,7 @@ def test_members_on_both_clusters_are_a_split_brain_and_nothing_is_written(kafka
         assert sorted(rows) == list(range(PARTITIONS))
         for r in rows.values():
             assert (r["decision"], r["applied"], r["active"], r["standby"]) == ("split_brain", False, "", ""), r
-        # the monitoring shows it, in the Grafana status table too (tests/test_dashboards.py)
+        # the monitoring shows it, in the Grafana status table too (tests/storage/test_dashboards.py)
         status = cycles.client.query(
             "SELECT DISTINCT sync_status FROM offset_sync_metrics WHERE group_id = {g:String}", parameters={"g": group},
         ).result_rows

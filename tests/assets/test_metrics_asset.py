@@ -12,9 +12,9 @@ from confluent_kafka import Producer
 from offset_pipeline.assets import metrics as metrics_asset
 from offset_pipeline.assets.metrics import offset_sync_metrics
 from offset_pipeline.storage import metrics
-from tests.test_commit_asset import PARTITIONS, Cycles, mirrored_topic, odd_group  # noqa: F401 - fixture
-from tests.test_dashboards import check_every_panel
-from tests.test_standby_group_io import Member
+from tests.assets.test_commit_asset import PARTITIONS, Cycles, mirrored_topic, odd_group  # noqa: F401 - fixture
+from tests.storage.test_dashboards import check_every_panel
+from tests.kafka_io.test_standby_group_io import Member
 
 pytestmark = pytest.mark.kafka
 
@@ -71,7 +71,7 @@ def test_dry_run_then_synced_cycles_give_d_dd_and_statuses(kafka_pair, chdb_dsn,
     assert meta["convergence"].value.startswith("![convergence](data:image/png;base64,")
     assert sum(meta[f"partitions_{s}"].value for s in ("InSync", "Mirroring")) == PARTITIONS
 
-    # Every Grafana panel's SQL on these rows (tests/test_dashboards.py)
+    # Every Grafana panel's SQL on these rows (tests/storage/test_dashboards.py)
     panels = check_every_panel(client, group, topic)
     (status_row,) = panels["Status per group and topic (newest cycle)"]
     assert status_row[:4] == (group, topic, "idc1", "idc2") and status_row[4] in ("InSync", "Mirroring")

@@ -17,7 +17,7 @@ from offset_pipeline.assets.metrics import (
     run_rows_since,
 )
 from offset_pipeline.resources.clickhouse import ClickHouseResource
-from offset_pipeline.spark_translation import result_row
+from offset_pipeline.sync.spark_translation import result_row
 from offset_pipeline.storage import commits, snapshots, translations
 from offset_pipeline.storage.commits import CommitRow
 from offset_pipeline.storage.snapshots import SnapshotRow

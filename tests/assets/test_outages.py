@@ -16,12 +16,12 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from offset_pipeline.assets import all_assets
-from offset_pipeline.devstack.cluster import ClusterSpec, KafkaCluster
-from offset_pipeline.devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
+from devstack.cluster import ClusterSpec, KafkaCluster
+from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from tests.conftest import free_port, wait_for
-from tests.test_standby_group_io import Member, committed
-from tests.test_translation_asset import log_end
+from tests.kafka_io.test_standby_group_io import Member, committed
+from tests.assets.test_translation_asset import log_end
 
 pytestmark = pytest.mark.kafka
 

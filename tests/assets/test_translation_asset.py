@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from offset_pipeline.assets.snapshot import offset_snapshot
 from offset_pipeline.assets.translation import offset_translations
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
-from offset_pipeline.spark_translation import translate_partition_rows
+from offset_pipeline.sync.spark_translation import translate_partition_rows
 from offset_pipeline.storage.translations import (
     TRANSLATIONS_DDL,
     ensure_tables,
@@ -24,7 +24,7 @@ from offset_pipeline.storage.translations import (
 )
 from offset_pipeline.translation import Anchor, TranslationStatus, parse_decision_log_line
 from tests.conftest import wait_for
-from tests.test_standby_group_io import Member
+from tests.kafka_io.test_standby_group_io import Member
 
 pytestmark = pytest.mark.kafka
 

@@ -3,7 +3,7 @@
 
 The rules run without Kafka (a work row naming a cluster without client configuration is "read"
 at once and comes back ``cluster_unavailable``: it shows which keys were attempted); the table runs
-on the embedded ClickHouse engine; the whole cycle on real brokers is in tests/test_outages.py.
+on the embedded ClickHouse engine; the whole cycle on real brokers is in tests/assets/test_outages.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from offset_pipeline.assets.translation import is_routine_translation, read_window_s
 from offset_pipeline.resources import ClickHouseResource
-from offset_pipeline.spark_translation import PARTITION_KEY, translate_keyed_rows
+from offset_pipeline.sync.spark_translation import PARTITION_KEY, translate_keyed_rows
 from offset_pipeline.storage import deferrals
 
 DEFERRED, ATTEMPTED = "translation_deferred", "cluster_unavailable"

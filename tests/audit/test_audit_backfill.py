@@ -15,11 +15,11 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from offset_pipeline.devstack.paths import REPO_ROOT
+from devstack.paths import REPO_ROOT
 from offset_pipeline.resources import ClickHouseResource, close_embedded_clients
 from tests.conftest import stopped_by_sigterm
-from tests.test_failover_audit import AuditStack, processed_up_to
-from tests.test_stale_fast_forward import mirrored, produce
+from tests.audit.test_failover_audit import AuditStack, processed_up_to
+from tests.fast_forward.test_stale_fast_forward import mirrored, produce
 
 pytestmark = pytest.mark.kafka
 

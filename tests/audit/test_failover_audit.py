@@ -15,8 +15,8 @@ from confluent_kafka import Consumer, TopicPartition
 
 from offset_pipeline.assets import offset_failover_audit, offset_snapshot, offset_standby_commits, offset_translations
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
-from tests.test_stale_fast_forward import log_end, mirrored, produce, read_values
-from tests.test_standby_group_io import Member
+from tests.fast_forward.test_stale_fast_forward import log_end, mirrored, produce, read_values
+from tests.kafka_io.test_standby_group_io import Member
 
 pytestmark = pytest.mark.kafka
 

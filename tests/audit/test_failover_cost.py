@@ -1,5 +1,5 @@
 """audit/failover_cost.py (pure): the cost of a failover at a past moment, table-driven and checked
-against the two-cluster model's oracle (translation/model.py count_loss / count_duplicates)."""
+against the two-cluster model's oracle (devstack/two_cluster_model.py count_loss / count_duplicates)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from offset_pipeline.audit.failover_cost import (
     failover_cost,
 )
 from offset_pipeline.translation.headers import CopiedFrom, LocalRecord, parse_origin
-from offset_pipeline.translation.model import TwoClusterModel, count_duplicates, count_loss, run_trial
+from devstack.two_cluster_model import TwoClusterModel, count_duplicates, count_loss, run_trial
 from tests.translation.test_properties import PROFILE, configs, events
 
 A, B = "idc1", "idc2"
@@ -179,7 +179,7 @@ def test_widening_bounded_regions_decides_every_moment_and_all_agree():
     with retention named, and every decided one agrees with the oracle."""
     import random
 
-    from offset_pipeline.translation.model import TrialConfig, random_events
+    from devstack.two_cluster_model import TrialConfig, random_events
 
     rng = random.Random(20261122)
     statuses, reads = Counter(), []

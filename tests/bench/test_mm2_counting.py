@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offset_pipeline.devstack.paths import REPO_ROOT
+from devstack.paths import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "bench"))
 from mm2.counting import CommitSeries, FailoverCost, active_position, failover_cost, staleness_s  # noqa: E402

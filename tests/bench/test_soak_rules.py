@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from soak.rules import (  # noqa: E402
     Cycle, Rec, RunSeen, Window, bytes_growth, cycles_to_recover, fault_schedule, linear_fit, no_loss_verdict,

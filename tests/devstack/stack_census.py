@@ -1,4 +1,4 @@
-"""Which processes belong to a local stack started by ``bin/up`` (tests/test_clean_stop.py, and the
+"""Which processes belong to a local stack started by ``bin/up`` (tests/devstack/test_clean_stop.py, and the
 UI tests' stop of their session's ``bin/up``): a census before a stop, the survivors after it.
 
 A process belongs to the stack when it descends from ``bin/up``, is named in one of the stack's pid

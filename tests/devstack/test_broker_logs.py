@@ -8,10 +8,10 @@ import re
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from offset_pipeline.devstack import cluster as cluster_module
-from offset_pipeline.devstack.cluster import ClusterSpec, KafkaCluster, log4j2_properties
+from devstack import cluster as cluster_module
+from devstack.cluster import ClusterSpec, KafkaCluster, log4j2_properties
 
-from .conftest import free_port, wait_for
+from tests.conftest import free_port, wait_for
 
 pytestmark = pytest.mark.kafka
 

@@ -8,7 +8,7 @@ one start of the whole stack fewer.
 
 Each case starts the README's main command in a pseudo-terminal, on free ports in a temporary
 folder, waits for the UI and for the sync sensor's first run, takes a census of the stack's
-processes (tests/stack_census.py) and stops it one way.
+processes (tests/devstack/stack_census.py) and stops it one way.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from offset_pipeline.devstack.paths import REPO_ROOT
+from devstack.paths import REPO_ROOT
 from tests.conftest import devstack_env, free_port
-from tests.stack_census import STOP_WITHIN_S, Proc, read_proc, stack_processes, survivors, wait_for_survivors
+from tests.devstack.stack_census import STOP_WITHIN_S, Proc, read_proc, stack_processes, survivors, wait_for_survivors
 from tests.ui.conftest import DagsterUI, artifacts_dir, interruptible, wait_until_loaded
 
 pytestmark = pytest.mark.kafka
@@ -169,7 +169,7 @@ def test_a_stop_of_bin_up_leaves_no_process_behind(stop, kafka_jars, tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        subprocess.run([sys.executable, "-m", "offset_pipeline.devstack", "down"], env=env, timeout=180,
+        subprocess.run([sys.executable, "-m", "devstack", "down"], env=env, timeout=180,
                        capture_output=True)
         for p in survivors(census, base, proc.pid):
             try:

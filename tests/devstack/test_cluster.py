@@ -7,10 +7,10 @@ import socket
 
 import pytest
 
-from offset_pipeline.devstack.cluster import ClusterSpec, KafkaCluster
-from offset_pipeline.devstack.errors import BrokerStartError
+from devstack.cluster import ClusterSpec, KafkaCluster
+from devstack.errors import BrokerStartError
 
-from .conftest import free_port
+from tests.conftest import free_port
 
 pytestmark = pytest.mark.kafka
 

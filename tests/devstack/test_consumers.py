@@ -14,14 +14,14 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
-from offset_pipeline.devstack.consumers import (
+from devstack.consumers import (
     ConsumerGroupSpec,
     GroupRunner,
     default_groups,
     processed_file_name,
 )
-from offset_pipeline.devstack.traffic import TopicTraffic, TrafficGenerator, default_plan, ensure_topics
-from .conftest import stopped_by_sigterm, wait_for
+from devstack.traffic import TopicTraffic, TrafficGenerator, default_plan, ensure_topics
+from tests.conftest import stopped_by_sigterm, wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -204,7 +204,7 @@ def test_cli_runs_the_default_groups_and_commits_on_sigterm(kafka_pair, traffic,
         fresh = generator.emit(3)
     processed_dir = tmp_path / "processed"
     cmd = [
-        sys.executable, "-m", "offset_pipeline.devstack.consumers",
+        sys.executable, "-m", "devstack.consumers",
         "--bootstrap", f"idc1={kafka_pair.bootstrap('idc1')}", "--bootstrap", f"idc2={kafka_pair.bootstrap('idc2')}",
         "--prefix", traffic.prefix, "--processed-dir", str(processed_dir),
     ]

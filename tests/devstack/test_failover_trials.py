@@ -10,7 +10,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from offset_pipeline.devstack.failover_trials import (
+from devstack.failover_trials import (
     CycleDecision,
     FailoverTrials,
     dagster_sync_cycle,
@@ -18,7 +18,7 @@ from offset_pipeline.devstack.failover_trials import (
     plan_trials,
     summarize,
 )
-from offset_pipeline.devstack.traffic import TopicTraffic, TrafficGenerator, ensure_topics
+from devstack.traffic import TopicTraffic, TrafficGenerator, ensure_topics
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from tests.conftest import MIRRORED_PREFIX
 

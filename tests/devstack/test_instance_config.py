@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 import yaml
 
-from offset_pipeline.devstack.instance_config import TEMPLATE, ensure_instance_config
+from devstack.instance_config import TEMPLATE, ensure_instance_config
 
 
 def test_a_new_home_gets_the_template(tmp_path):

@@ -15,9 +15,9 @@ from collections import Counter
 import pytest
 from confluent_kafka import Producer
 
-from offset_pipeline.devstack.mirror import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER, DataMirror, MirrorConfig
-from offset_pipeline.devstack.records import read_partition
-from .conftest import wait_for
+from devstack.mirror import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER, DataMirror, MirrorConfig
+from devstack.records import read_partition
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -175,7 +175,7 @@ def test_partition_count_mismatch_is_reported_and_not_mirrored(kafka_pair):
 
 def _start_mirror_process(kafka_pair, source, target, pattern, log_file):
     cmd = [
-        sys.executable, "-m", "offset_pipeline.devstack.mirror",
+        sys.executable, "-m", "devstack.mirror",
         "--source", f"{source}={kafka_pair.bootstrap(source)}",
         "--target", f"{target}={kafka_pair.bootstrap(target)}",
         "--topics", pattern, "--batch-size", "50",

@@ -16,10 +16,10 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from offset_pipeline.devstack.mirror import ORIGIN_OFFSET_HEADER, DataMirror, MirrorConfig
-from offset_pipeline.devstack.records import read_partition
+from devstack.mirror import ORIGIN_OFFSET_HEADER, DataMirror, MirrorConfig
+from devstack.records import read_partition
 
-from .conftest import KafkaPair, started_pair, wait_for
+from tests.conftest import KafkaPair, started_pair, wait_for
 
 pytestmark = pytest.mark.kafka
 

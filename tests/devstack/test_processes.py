@@ -12,10 +12,10 @@ import time
 import uuid
 from pathlib import Path
 
-from offset_pipeline.devstack.liveness import pid_alive
-from offset_pipeline.devstack.processes import ManagedProcess, PartState
+from devstack.liveness import pid_alive
+from devstack.processes import ManagedProcess, PartState
 
-from .conftest import wait_for
+from tests.conftest import wait_for
 
 
 def part(tmp_path: Path, name: str, code: str, **env: str) -> ManagedProcess:

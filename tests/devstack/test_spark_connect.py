@@ -14,13 +14,13 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from offset_pipeline.devstack.spark_connect import SparkConnectServer
-from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges
+from devstack.spark_connect import SparkConnectServer
+from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
 from offset_pipeline.resources.spark import get_spark_session
-from offset_pipeline.spark_translation import RESULT_COLUMNS, translate_groups, translate_partition_rows, work_dataframe
+from offset_pipeline.sync.spark_translation import RESULT_COLUMNS, translate_groups, translate_partition_rows, work_dataframe
 from offset_pipeline.translation import TranslationStatus
 
-from .conftest import free_port, wait_for
+from tests.conftest import free_port, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark_connect]
 

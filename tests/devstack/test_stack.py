@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from offset_pipeline.devstack.mirror import ORIGIN_CLUSTER_HEADER
-from offset_pipeline.devstack.records import read_partition
+from devstack.mirror import ORIGIN_CLUSTER_HEADER
+from devstack.records import read_partition
 
-from offset_pipeline.devstack.liveness import pid_alive
+from devstack.liveness import pid_alive
 
-from .conftest import devstack_env, stopped_by_sigterm, wait_for
+from tests.conftest import devstack_env, stopped_by_sigterm, wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -28,12 +28,12 @@ pytestmark = pytest.mark.kafka
 def stack_env(tmp_path, kafka_jars):
     env = devstack_env(tmp_path / "stack", kafka_jars, rate_scale=2.0)
     yield env
-    subprocess.run([sys.executable, "-m", "offset_pipeline.devstack", "down"], env=env, timeout=120)
+    subprocess.run([sys.executable, "-m", "devstack", "down"], env=env, timeout=120)
 
 
 def devstack(env, *args, timeout=180):
     return subprocess.run(
-        [sys.executable, "-m", "offset_pipeline.devstack", *args],
+        [sys.executable, "-m", "devstack", *args],
         env=env, capture_output=True, text=True, timeout=timeout,
     )
 
@@ -129,7 +129,7 @@ def test_up_restarts_exactly_the_dead_parts_and_watch_keeps_restarting_them(stac
     # watch: a part that dies (here the traffic program itself crashes) is restarted, and
     # SIGTERM stops the watch (exit 0), leaving the stack running.
     watch_log = tmp_path / "watch.log"
-    cmd = [sys.executable, "-m", "offset_pipeline.devstack", "watch", "--every", "2", no_spark]
+    cmd = [sys.executable, "-m", "devstack", "watch", "--every", "2", no_spark]
     with stopped_by_sigterm(cmd, watch_log, env=stack_env):
         wait_for(lambda: "watching the stack" in watch_log.read_text(), timeout=180, what="watch to start")
         traffic = pids["traffic"]

@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from offset_pipeline.devstack.mirror import ORIGIN_CLUSTER_HEADER
-from offset_pipeline.devstack.records import read_partition
-from offset_pipeline.devstack.traffic import (
+from devstack.mirror import ORIGIN_CLUSTER_HEADER
+from devstack.records import read_partition
+from devstack.traffic import (
     TopicLayoutError,
     TopicTraffic,
     TrafficGenerator,
@@ -23,7 +23,7 @@ from offset_pipeline.devstack.traffic import (
     ensure_topics,
 )
 
-from .conftest import stopped_by_sigterm, wait_for
+from tests.conftest import stopped_by_sigterm, wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -311,7 +311,7 @@ def test_cli_runs_the_default_plan_and_stops_cleanly_on_sigterm(kafka_pair, tmp_
     prefix = f"u.cli.{uuid.uuid4().hex[:6]}."
     produced = tmp_path / "produced.jsonl"
     cmd = [
-        sys.executable, "-m", "offset_pipeline.devstack.traffic",
+        sys.executable, "-m", "devstack.traffic",
         "--bootstrap", f"idc1={kafka_pair.bootstrap('idc1')}", "--bootstrap", f"idc2={kafka_pair.bootstrap('idc2')}",
         "--seed", "5", "--rate-scale", "3", "--prefix", prefix, "--report-every", "1",
         "--produced-log", str(produced),

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offset_pipeline.fast_forward_check import LivePartition, RequestedPartition, recheck
-from offset_pipeline.stale_candidates import Rejection
+from offset_pipeline.fast_forward.recheck import LivePartition, RequestedPartition, recheck
+from offset_pipeline.fast_forward.stale_candidates import Rejection
 from offset_pipeline.translation import caught_up_problem, safe_standby_bound, translate_caught_up
 
 NOW = 5_000_000

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offset_pipeline.stale_candidates import LogEnds, PartitionHistory, Rejection, classify, skip_reason
+from offset_pipeline.fast_forward.stale_candidates import LogEnds, PartitionHistory, Rejection, classify, skip_reason
 
 NOW = 10_000_000
 WINDOW_S = 600

@@ -25,15 +25,15 @@ from offset_pipeline.assets import (
     offset_sync_metrics,
     offset_translations,
 )
-from offset_pipeline.devstack.mirror import DataMirror, MirrorConfig
-from offset_pipeline.kafka_reads.mirror_positions import read_mirror_positions
+from devstack.mirror import DataMirror, MirrorConfig
+from offset_pipeline.kafka_io.mirror_positions import read_mirror_positions
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.resources.mirrors import MirrorPositionGroup, MirrorsResource
 from offset_pipeline.sensors.stale_partitions import evaluate_stale_tick
 from tests.conftest import wait_for
-from tests.test_commit_asset import decision_lines
-from tests.test_dashboards import check_every_panel
-from tests.test_standby_group_io import Member
+from tests.assets.test_commit_asset import decision_lines
+from tests.storage.test_dashboards import check_every_panel
+from tests.kafka_io.test_standby_group_io import Member
 
 pytestmark = pytest.mark.kafka
 

@@ -13,8 +13,8 @@ import dagster as dg
 import pytest
 import yaml
 
-from offset_pipeline.devstack.paths import REPO_ROOT
-from offset_pipeline.run_retention import (
+from devstack.paths import REPO_ROOT
+from offset_pipeline.housekeeping.run_retention import (
     AUDIT_JOB,
     delete_run_completely,
     DAY_S,

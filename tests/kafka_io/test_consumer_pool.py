@@ -1,4 +1,4 @@
-"""The per-process pool of read consumers (kafka_reads/consumer_pool.py): which consumer a lease
+"""The per-process pool of read consumers (kafka_io/consumer_pool.py): which consumer a lease
 gets, and when one is not kept. Real librdkafka consumers (they need no broker to exist); the
 reads through the pool against real brokers are in test_partition_records.py."""
 
@@ -9,9 +9,9 @@ import threading
 import pytest
 from confluent_kafka import Consumer
 
-from offset_pipeline.kafka_reads.consumer_pool import ConsumerPool, config_key
+from offset_pipeline.kafka_io.consumer_pool import ConsumerPool, config_key
 
-from .conftest import free_port
+from tests.conftest import free_port
 
 
 def factory(conf):

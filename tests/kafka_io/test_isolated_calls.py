@@ -1,4 +1,4 @@
-"""kafka_reads/isolated.py: calls run in a real child process; an abort of that process (as
+"""kafka_io/isolated.py: calls run in a real child process; an abort of that process (as
 librdkafka's assertion failures do, confluentinc/librdkafka#4605) or a hang becomes an error for
 that call alone, and the next call gets a new child. The functions below run in the child (it
 imports this module by name)."""
@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from offset_pipeline.kafka_reads.isolated import IsolatedCalls, KafkaCallFailed, KafkaClientDied
+from offset_pipeline.kafka_io.isolated import IsolatedCalls, KafkaCallFailed, KafkaClientDied
 
 
 def child_pid() -> int:
@@ -104,8 +104,8 @@ def test_the_child_dies_with_its_parent(tmp_path):
 
     script = (
         "import sys, time\n"
-        "from offset_pipeline.kafka_reads.isolated import IsolatedCalls\n"
-        "from tests.test_isolated_calls import child_pid, hang\n"
+        "from offset_pipeline.kafka_io.isolated import IsolatedCalls\n"
+        "from tests.kafka_io.test_isolated_calls import child_pid, hang\n"
         "c = IsolatedCalls('idc1')\n"
         "print(c.call(child_pid, timeout_s=30), flush=True)\n"
         "c.call(hang, 120, timeout_s=300)\n"

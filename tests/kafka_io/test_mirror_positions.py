@@ -1,11 +1,11 @@
-"""kafka_reads/mirror_positions.py against the session mirrors on real clusters."""
+"""kafka_io/mirror_positions.py against the session mirrors on real clusters."""
 
 from __future__ import annotations
 
 import pytest
 from confluent_kafka import Producer
 
-from offset_pipeline.kafka_reads.mirror_positions import read_mirror_positions
+from offset_pipeline.kafka_io.mirror_positions import read_mirror_positions
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.kafka

@@ -10,9 +10,9 @@ import uuid
 import pytest
 from confluent_kafka import Producer, TopicPartition
 
-from offset_pipeline.devstack.records import StoredRecord, read_partition
-from offset_pipeline.kafka_reads.group_offsets import read_partition_ranges
-from offset_pipeline.kafka_reads.partition_records import (
+from devstack.records import StoredRecord, read_partition
+from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
+from offset_pipeline.kafka_io.partition_records import (
     CONSUMERS,
     GroupPartitionInput,
     PartitionLogs,
@@ -26,7 +26,7 @@ from offset_pipeline.translation.result import TranslationStatus
 from offset_pipeline.translation.shape import TopicShape
 from offset_pipeline.translation.safe_bound import safe_standby_bound
 from offset_pipeline.translation.translate import check_no_loss, translate_partition
-from .conftest import wait_for
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.kafka
 

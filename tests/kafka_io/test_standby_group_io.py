@@ -9,12 +9,12 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from offset_pipeline.kafka_reads.standby_groups import (
+from offset_pipeline.kafka_io.standby_groups import (
     cluster_unreachable,
     read_group_members,
     read_live_group_state,
 )
-from offset_pipeline.kafka_writes.group_commits import commit_group_offsets
+from offset_pipeline.kafka_io.group_commits import commit_group_offsets
 from offset_pipeline.resources import KafkaClusterResource
 from tests.conftest import free_port, wait_for
 

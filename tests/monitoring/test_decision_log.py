@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from offset_pipeline.decision_log import (
+from offset_pipeline.monitoring.decision_log import (
     DECISION_LOG_ENV, LOGGER_NAME, decision_log_level, decision_logger, write_decision_lines,
 )
 

@@ -23,10 +23,10 @@ import dagster as dg
 import pytest
 from confluent_kafka import Producer
 
-from offset_pipeline.devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
-from offset_pipeline.devstack.paths import REPO_ROOT
+from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
+from devstack.paths import REPO_ROOT
 from tests.conftest import started_pair, wait_for
-from tests.test_standby_group_io import Member, committed
+from tests.kafka_io.test_standby_group_io import Member, committed
 
 pytestmark = pytest.mark.kafka
 
@@ -99,7 +99,7 @@ def test_a_restarted_daemon_ends_the_run_in_flight_and_resumes_the_sync(own_pair
                OFFSET_PIPELINE_SYNC_INTERVAL_S=str(INTERVAL_S),
                # local Spark starts a JVM in every run worker: slow on a loaded 2-core machine
                OFFSET_PIPELINE_SPARK_TIMEOUT_S="300")
-    subprocess.run([sys.executable, "-m", "offset_pipeline.devstack", "instance-config", str(home)], check=True,
+    subprocess.run([sys.executable, "-m", "devstack", "instance-config", str(home)], check=True,
                    cwd=REPO_ROOT, env=env, capture_output=True)
     instance = dg.DagsterInstance.from_config(str(home))
     instance.get_runs(limit=1)  # the SQLite schema made before the daemon starts (as bin/up does)

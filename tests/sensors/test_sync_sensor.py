@@ -6,7 +6,7 @@ import uuid
 import dagster as dg
 
 from offset_pipeline.definitions import defs
-from offset_pipeline.jobs import offset_sync_job
+from offset_pipeline.definitions import offset_sync_job
 from offset_pipeline.sensors.sync_cadence import evaluate_sync_tick
 
 INTERVAL = 30
@@ -63,7 +63,7 @@ def test_the_instance_config_queues_sync_runs_one_at_a_time(tmp_path, monkeypatc
     import shutil
     from pathlib import Path
 
-    shutil.copy(Path(__file__).parents[1] / "deploy" / "dagster.yaml", tmp_path / "dagster.yaml")
+    shutil.copy(Path(__file__).parents[2] / "deploy" / "dagster.yaml", tmp_path / "dagster.yaml")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     with dg.DagsterInstance.get() as instance:
         limits = instance.run_coordinator.get_run_queue_config().tag_concurrency_limits

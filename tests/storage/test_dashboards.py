@@ -1,6 +1,6 @@
 """The Grafana dashboards: the files match the code that renders them, the provisioning points at
 the data source they use, and every panel's SQL (as Grafana expands it) runs against ClickHouse.
-The SQL runs on rows of real sync cycles in tests/test_metrics_asset.py (``check_every_panel``)."""
+The SQL runs on rows of real sync cycles in tests/assets/test_metrics_asset.py (``check_every_panel``)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from offset_pipeline.monitoring import dashboards
-from offset_pipeline.monitoring.grafana_sql import expand, singlequote
+from offset_pipeline.storage import dashboards
+from devstack.grafana_sql import expand, singlequote
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_committed_dashboards_are_the_rendered_ones():
     rendered = dashboards.rendered()
     committed = {p.name: p.read_text() for p in (REPO / "grafana" / "dashboards").glob("*.json")}
-    assert committed == rendered, "run: .venv/bin/python -m offset_pipeline.monitoring.dashboards"
+    assert committed == rendered, "run: .venv/bin/python -m offset_pipeline.storage.dashboards"
 
 
 def test_every_panel_and_variable_uses_the_provisioned_data_source():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from offset_pipeline.commit_step import TranslatedRow
+from offset_pipeline.sync.commit_step import TranslatedRow
 from offset_pipeline.monitoring.metric_rules import MetricRow
 from offset_pipeline.resources.clickhouse import ClickHouseResource
 from offset_pipeline.storage import commits, metrics, snapshots, translations

@@ -16,7 +16,7 @@ from datetime import date, timedelta
 import pytest
 
 import offset_pipeline.storage as storage_pkg
-from offset_pipeline.devstack.paths import REPO_ROOT
+from devstack.paths import REPO_ROOT
 from offset_pipeline.monitoring.metric_rules import MetricRow
 from offset_pipeline.resources import ClickHouseResource
 from offset_pipeline.storage import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from offset_pipeline.resources import ClickHouseResource
-from offset_pipeline.stale_candidates import LogEnds
+from offset_pipeline.fast_forward.stale_candidates import LogEnds
 from offset_pipeline.storage import snapshots, translations
 from offset_pipeline.storage.snapshots import SnapshotRow
 from offset_pipeline.storage.stale_history import partition_histories

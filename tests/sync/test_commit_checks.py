@@ -9,7 +9,7 @@ import time
 import dagster as dg
 import pytest
 
-from offset_pipeline.commit_checks import evaluate_no_loss, evaluate_sync_freshness
+from offset_pipeline.sync.commit_checks import evaluate_no_loss, evaluate_sync_freshness
 from offset_pipeline.resources import ClickHouseResource
 from offset_pipeline.settings import dry_run_default
 from offset_pipeline.storage import commits, snapshots

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offset_pipeline.commit_rules import (
+from offset_pipeline.sync.commit_rules import (
     CommitDecision,
     StandbyCommit,
     StandbyGroupState,

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from offset_pipeline.commit_step import CycleContext, TranslatedRow, active_reset, commit_group
-from offset_pipeline.kafka_reads.cluster_client import ClusterClient
-from offset_pipeline.kafka_writes.group_io import IsolatedGroupIO
+from offset_pipeline.sync.commit_step import CycleContext, TranslatedRow, active_reset, commit_group
+from offset_pipeline.kafka_io.cluster_client import ClusterClient
+from offset_pipeline.kafka_io.group_io import IsolatedGroupIO
 from offset_pipeline.resources import KafkaClusterResource
 from tests.conftest import free_port
-from tests.test_standby_group_io import committed
+from tests.kafka_io.test_standby_group_io import committed
 
 CYCLE = CycleContext(snapshot_id="s", cycle_time_ms=1_000, dry_run=False, timeout_s=3.0)
 
@@ -108,7 +108,7 @@ def test_inconsistent_rows_fail_their_group_without_kafka():
     assert [s.decision for s in stored] == ["failed"] and "inconsistent" in stored[0].error
 
 
-# -- the sync cycle's way: each cluster's calls in a child process (kafka_writes/group_io.py) ----------
+# -- the sync cycle's way: each cluster's calls in a child process (kafka_io/group_io.py) ----------
 
 _CONSUMER_CONFIGS_MADE = 0  # in the child process that runs the calls
 

@@ -20,8 +20,8 @@ from offset_pipeline.assets import all_assets
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.resources.clickhouse import close_embedded_clients
 from tests.conftest import wait_for
-from tests.test_standby_group_io import Member, committed
-from tests.test_translation_asset import log_end
+from tests.kafka_io.test_standby_group_io import Member, committed
+from tests.assets.test_translation_asset import log_end
 
 pytestmark = pytest.mark.kafka
 
@@ -35,9 +35,9 @@ SYNC_ASSETS = [
 # lands between two groups' commit calls.
 WORKER = """
 import sys, dagster as dg
-from tests.test_interrupted_commit import cycle_config, resources_for
+from tests.sync.test_interrupted_commit import cycle_config, resources_for
 b1, b2, dsn, prefix, topic = sys.argv[1:6]
-result = dg.materialize(__import__("tests.test_interrupted_commit", fromlist=["SYNC_ASSETS"]).SYNC_ASSETS,
+result = dg.materialize(__import__("tests.sync.test_interrupted_commit", fromlist=["SYNC_ASSETS"]).SYNC_ASSETS,
                         resources=resources_for(b1, b2, dsn), run_config=cycle_config(prefix, topic))
 print("finished", result.success, flush=True)
 """

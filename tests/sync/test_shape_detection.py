@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offset_pipeline.shape_detection import detect_shapes, partition_to_sample, topics_to_sample
+from offset_pipeline.sync.shape_detection import detect_shapes, partition_to_sample, topics_to_sample
 from offset_pipeline.translation.shape import HeaderObservation, ShapeKind, ShapeSource
 
 CLUSTERS = ("idc1", "idc2")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from offset_pipeline.kafka_reads.group_offsets import GroupState, PartitionRange
-from offset_pipeline.snapshot_rows import build_snapshot_rows
+from offset_pipeline.kafka_io.group_offsets import GroupState, PartitionRange
+from offset_pipeline.sync.snapshot_rows import build_snapshot_rows
 
 G, H = "g ü", 'h "q"'
 

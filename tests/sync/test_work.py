@@ -15,7 +15,7 @@ from offset_pipeline.resources import ClickHouseResource
 from offset_pipeline.storage import snapshots, translations
 from offset_pipeline.storage.history import direction_history, previous_snapshot_id
 from offset_pipeline.storage.snapshots import SnapshotRow
-from offset_pipeline.sync_work import DirectionHistory, build_work
+from offset_pipeline.sync.work import DirectionHistory, build_work
 from offset_pipeline.translation import Anchor, CaughtUpPoint, TranslationStatus
 
 CLUSTERS = ("idc1", "idc2")

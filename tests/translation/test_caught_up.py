@@ -23,8 +23,8 @@ from offset_pipeline.translation import (
     translate_caught_up,
     translate_partition,
 )
-from offset_pipeline.translation import model as model_module
-from offset_pipeline.translation.model import QUIET_MS, TwoClusterModel, count_duplicates, count_loss
+import devstack.two_cluster_model as model_module
+from devstack.two_cluster_model import QUIET_MS, TwoClusterModel, count_duplicates, count_loss
 
 A, B = "idc1", "idc2"
 

@@ -31,8 +31,8 @@ from offset_pipeline.translation import (
     translate_partition,
     untranslatable,
 )
-from offset_pipeline.translation import model as model_module
-from offset_pipeline.translation.model import (
+import devstack.two_cluster_model as model_module
+from devstack.two_cluster_model import (
     CLUSTERS,
     SHAPES,
     TIMESTAMP_PATTERNS,
@@ -388,7 +388,7 @@ def test_the_rules_are_plain_python():
     import sys
 
     code = (
-        "import sys, offset_pipeline.translation, offset_pipeline.translation.model\n"
+        "import sys, offset_pipeline.translation, devstack.two_cluster_model\n"
         "heavy = {'confluent_kafka', 'pyspark', 'dagster', 'clickhouse_connect', 'chdb', 'pandas'}\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"
     )

@@ -27,7 +27,7 @@ from offset_pipeline.translation import (
     safe_standby_bound,
     translate_partition,
 )
-from offset_pipeline.translation.model import TwoClusterModel, count_loss
+from devstack.two_cluster_model import TwoClusterModel, count_loss
 from tests.translation.test_properties import PROFILE, configs, events, header_less_safe, run_trial
 
 A, B = "idc1", "idc2"

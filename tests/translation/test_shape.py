@@ -16,7 +16,7 @@ from offset_pipeline.translation import (
     parse_shape,
 )
 from offset_pipeline.translation.headers import HeaderProblem
-from offset_pipeline.translation.model import TwoClusterModel
+from devstack.two_cluster_model import TwoClusterModel
 
 
 def obs(cluster, local=0, copies=0, malformed=0):

@@ -22,7 +22,7 @@ from offset_pipeline.translation import (
     translate_partition,
 )
 from offset_pipeline.translation.safe_bound import safe_standby_bound
-from offset_pipeline.translation.model import TwoClusterModel, count_duplicates, count_loss
+from devstack.two_cluster_model import TwoClusterModel, count_duplicates, count_loss
 
 A, B = "idc1", "idc2"
 ONE_WAY = TopicShape.one_way(A)

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from offset_pipeline.devstack.paths import REPO_ROOT
+from devstack.paths import REPO_ROOT
 from tests.conftest import devstack_env, free_port
-from tests.stack_census import STOP_WITHIN_S, stack_processes, survivors, wait_for_survivors
+from tests.devstack.stack_census import STOP_WITHIN_S, stack_processes, survivors, wait_for_survivors
 
 CHROMIUM_ARGS = (
     # As root, Chromium's sandbox cannot start; the rest keep it from calling Google's hosts, which
@@ -130,7 +130,7 @@ def dagster_ui(kafka_jars, tmp_path_factory) -> DagsterUI:
     try:
         wait_until_loaded(ui, proc, timeout=420)
         yield ui
-        # Ctrl-C, as in bin/up's terminal (issue 14's clean stop; tests/test_clean_stop.py has the
+        # Ctrl-C, as in bin/up's terminal (issue 14's clean stop; tests/devstack/test_clean_stop.py has the
         # other ways): every process of the stack gone within the limit, bin/up ending with 130.
         census = stack_processes(base, proc.pid)
         if proc.poll() is None:
@@ -139,7 +139,7 @@ def dagster_ui(kafka_jars, tmp_path_factory) -> DagsterUI:
     finally:
         stop_process_group(proc)
         # bin/up's own exit trap stops the stack; this makes sure, even if bin/up was killed.
-        subprocess.run([sys.executable, "-m", "offset_pipeline.devstack", "down"], env=env, timeout=180,
+        subprocess.run([sys.executable, "-m", "devstack", "down"], env=env, timeout=180,
                        capture_output=True)
         for leftover in survivors(census, base, proc.pid) if census else ():
             try:

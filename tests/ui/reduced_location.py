@@ -5,7 +5,7 @@ import dagster as dg
 
 from offset_pipeline.assets import all_assets
 from offset_pipeline.definitions import build_resources
-from offset_pipeline.jobs import offset_failover_audit_job, offset_failover_audit_schedule, offset_sync_job
+from offset_pipeline.definitions import offset_failover_audit_job, offset_failover_audit_schedule, offset_sync_job
 from offset_pipeline.sensors import all_sensors
 from offset_pipeline.settings import read_settings
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from offset_pipeline.devstack.paths import REPO_ROOT
+from devstack.paths import REPO_ROOT
 from tests.conftest import free_port
 from tests.ui import reduced_location
 from tests.ui.conftest import DagsterUI, artifacts_dir, interruptible, stop_process_group, wait_until_loaded

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import dagster as dg
 import pytest
 
-from offset_pipeline.devstack.consumers import default_groups
+from devstack.consumers import default_groups
 from offset_pipeline.monitoring.metric_rules import STATUS_ORDER
 from tests.ui.conftest import artifacts_dir
 from tests.ui.dagster_pages import (

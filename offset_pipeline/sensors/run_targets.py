@@ -1,0 +1,17 @@
+"""The jobs the sensors request, by name (``definitions.py`` defines them), and the tags of the
+runs that commit to standby groups.
+
+Names rather than job objects keep the layering one way: definitions.py imports the sensors, never
+the reverse.
+"""
+
+SYNC_JOB = "offset_sync_cycle"
+FAST_FORWARD_JOB = "offset_fast_forward"
+AUDIT_JOB = "offset_failover_audit_job"
+
+#: Every run that commits to standby groups carries this tag: the run queue (deploy/dagster.yaml)
+#: admits one such run at a time, manual launches included.
+SYNC_CONCURRENCY_TAG = "offset_pipeline/sync"
+# Dagster's run monitoring (deploy/dagster.yaml) fails a run still going after this long: a cycle
+# takes seconds, and a run worker killed mid-cycle would otherwise hold the sync sensor for ever.
+SYNC_MAX_RUNTIME_TAGS = {"dagster/max_runtime": "300"}
