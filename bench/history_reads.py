@@ -54,7 +54,6 @@ import statistics
 import sys
 import tempfile
 import time
-import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -63,14 +62,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from offset_pipeline.resources.clickhouse import ClickHouseResource  # noqa: E402
 from offset_pipeline.storage import (  # noqa: E402
     commits,
+    cycle_rows,
     deferrals,
     fast_forwards,
     history,
     metrics,
     shape_observations,
     snapshots,
+    stale_history,
     translations,
 )
+from offset_pipeline.sync.commit_step import TRANSLATED_COLUMNS  # noqa: E402
+from offset_pipeline.sync.work import SNAPSHOT_COLUMNS  # noqa: E402
 
 PARTITIONS_PER_TOPIC = 20
 GROUPS_PER_TOPIC = 5
@@ -344,14 +347,6 @@ def timed(call, repeat: int) -> tuple[list[float], object]:
     return times, result
 
 
-def _module_attr(module_name: str, name: str):
-    """An attribute of a module that imports Dagster (an asset or sensor module), imported on use."""
-    import importlib
-
-    warnings.filterwarnings("ignore", message=".*currently in beta")  # Dagster's, at import
-    return getattr(importlib.import_module(module_name), name)
-
-
 class _Row:
     """What the commit step's by_group holds per group-partition, as far as the readers look."""
 
@@ -416,9 +411,9 @@ def reads(client, layout: Layout) -> list[dict]:
     C, M, F = commits.TABLE, metrics.TABLE, fast_forwards.TABLE
     sensor_since = int(t_sensor - (STALE_WINDOW_S + max(300.0, STALE_WINDOW_S)) * 1000)
 
-    def e(step, name, tables, fn, args=(), context=None, whole=None, values=None, settings=None):
+    def e(step, name, tables, fn, args=(), context=None, whole=None):
         return {"step": step, "function": name, "tables": tables, "fn": fn, "args": args, "ctx": context or {},
-                "whole": whole, "values": values, "settings": settings}
+                "whole": whole}
 
     return [
         e("every step", "ensure_table/ensure_tables (all tables)", [], ensure_all),
@@ -438,31 +433,29 @@ def reads(client, layout: Layout) -> list[dict]:
           shape_observations.last_sampled, (topics,)),
         e("translation", "shape_observations.observations_since", [shape_observations.TABLE],
           shape_observations.observations_since, (topics, int(t_trans - SHAPE_HORIZON_S * 1000))),
-        e("translation", "assets.translation._SNAPSHOT_QUERY (not carried)", [S],
-          ("offset_pipeline.assets.translation", "_SNAPSHOT_QUERY"), values={"sid": sid, "at_ms": t_trans}),
-        e("commit", "assets.commit._TRANSLATIONS_QUERY (not carried)", [T],
-          ("offset_pipeline.assets.commit", "_TRANSLATIONS_QUERY"), values={"sid": sid, "at_ms": t_commit}),
+        e("translation", "cycle_rows.snapshot_rows (not carried)", [S], cycle_rows.snapshot_rows,
+          (sid, SNAPSHOT_COLUMNS)),
+        e("commit", "cycle_rows.translation_rows (not carried)", [T], cycle_rows.translation_rows,
+          (sid, TRANSLATED_COLUMNS)),
         e("commit", "snapshots.previous_committed_offsets", [S], snapshots.previous_committed_offsets,
           (sid, groups), ctx(t_commit)),
         e("commit", "commits.last_recorded_offsets", [C], commits.last_recorded_offsets, (by_group,), ctx(t_commit),
           (groups,)),
         e("commit", "commits.newest_synced_cycle_times", [C], commits.newest_synced_cycle_times, (by_group,),
           ctx(t_commit)),
-        e("metrics", "assets.metrics._LOG_ENDS_QUERY", [S], ("offset_pipeline.assets.metrics", "_LOG_ENDS_QUERY"),
-          values={**metrics_values, "at_ms": t_metrics}),
-        e("metrics", "assets.metrics._EARLIER_LOG_ENDS_QUERY", [S],
-          ("offset_pipeline.assets.metrics", "_EARLIER_LOG_ENDS_QUERY"), values={**metrics_values, "at_ms": t_metrics}),
-        e("metrics", "assets.metrics._FACTS_QUERY", [T, C], ("offset_pipeline.assets.metrics", "_FACTS_QUERY"),
-          values={**metrics_values, "at_ms": t_metrics}, settings={"join_use_nulls": 1}),
+        e("metrics", "cycle_rows.cycle_log_ends (not carried)", [S], cycle_rows.cycle_log_ends,
+          (sid, metrics_values["run_since"])),
+        e("metrics", "cycle_rows.earlier_log_ends", [S], cycle_rows.earlier_log_ends,
+          (sid, metrics_values["since"], metrics_values["until"], topics)),
+        e("metrics", "cycle_rows.cycle_facts (not carried)", [T, C], cycle_rows.cycle_facts,
+          (sid, metrics_values["run_since"])),
         e("metrics", "metrics.previous_state", [M], metrics.previous_state, (groups, t_metrics), ctx(t_metrics),
           "drop"),
-        e("metrics", "assets.metrics._CONVERGENCE_QUERY", [metrics.ROLLUP],
-          ("offset_pipeline.assets.metrics", "_CONVERGENCE_QUERY"),
-          values={"since": datetime.fromtimestamp(t_metrics / 1000 - GRAPH_HOURS * 3600, tz=utc)}),
-        e("stale sensor", "stale_partitions._newest_snapshot_ms", [S],
-          ("offset_pipeline.sensors.stale_partitions", "_newest_snapshot_ms")),
-        e("stale sensor", "stale_history.partition_histories", [S, T],
-          ("offset_pipeline.storage.stale_history", "partition_histories"), (sensor_since,)),
+        e("metrics", "metrics.convergence_points", [metrics.ROLLUP], metrics.convergence_points,
+          (datetime.fromtimestamp(t_metrics / 1000 - GRAPH_HOURS * 3600, tz=utc),)),
+        e("stale sensor", "snapshots.newest_snapshot_ms", [S], snapshots.newest_snapshot_ms),
+        e("stale sensor", "stale_history.read_stale_history", [S, T], stale_history.read_stale_history,
+          (sensor_since,)),
         e("fast-forward run", "metrics.previous_state (one group)", [M], metrics.previous_state,
           ([groups[0]], t_sensor), ctx(t_sensor, [k for k in metric_keys if k[0] == groups[0]]), "drop"),
     ]
@@ -471,11 +464,6 @@ def reads(client, layout: Layout) -> list[dict]:
 def _variants(entry: dict, client) -> list[tuple[str, object]]:
     """(variant, call(client)) pairs of an entry: "as called", and "whole" where it has one."""
     fn, args = entry["fn"], entry["args"]
-    if isinstance(fn, tuple):
-        fn = _module_attr(*fn)
-    if isinstance(fn, str):  # a query constant of an asset module, with the parameters the asset binds
-        sql, params, settings = fn, _bound(fn, entry["values"]), entry["settings"]
-        return [("as called", lambda c: c.query(sql, parameters=params, settings=settings))]
     narrowing = narrowing_kwargs(fn, (client, *args), entry["ctx"])
     out = []
     if entry["whole"] == "drop" and narrowing:

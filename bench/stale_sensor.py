@@ -8,7 +8,7 @@ sensor reads: one ``offset_translations`` row per group-partition and 30-second 
 ``offset_snapshots`` row per cluster, group-partition and cycle, for the window plus the sensor's
 look-back (generated inside the engine: INSERT ... SELECT FROM numbers()). A tenth of the
 partitions are quiet (log ends unchanged), the rest grow every cycle; a third of the groups lag.
-Then the tick's fixed part -- ``storage/stale_history.partition_histories`` and
+Then the tick's fixed part -- ``storage/stale_history.read_stale_history`` with ``partition_histories`` and
 ``stale_candidates.classify`` for every group-partition -- runs ``--repeat`` times; the median and
 max are printed, with the verdict counts. (Kafka reads happen only for the partitions passing
 every other condition; those are measured by the real-cluster tests, not here.)
@@ -27,10 +27,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from offset_pipeline.resources.clickhouse import ClickHouseResource  # noqa: E402
-from offset_pipeline.sensors.stale_partitions import _LOOKBACK_S  # noqa: E402
-from offset_pipeline.fast_forward.stale_candidates import classify  # noqa: E402
+from offset_pipeline.sensors.stale_partitions import HISTORY_LOOKBACK_S  # noqa: E402
+from offset_pipeline.fast_forward.stale_candidates import classify, partition_histories  # noqa: E402
 from offset_pipeline.storage import snapshots, translations  # noqa: E402
-from offset_pipeline.storage.stale_history import partition_histories  # noqa: E402
+from offset_pipeline.storage.stale_history import read_stale_history  # noqa: E402
 
 CYCLE_S = 30
 PARTITIONS_PER_TOPIC = 20
@@ -80,16 +80,16 @@ def main() -> int:
         snapshots.ensure_table(client)
         translations.ensure_tables(client)
         now_s = int(time.time())
-        cycles = int((args.window + max(_LOOKBACK_S, args.window)) // CYCLE_S) + 2
+        cycles = int((args.window + max(HISTORY_LOOKBACK_S, args.window)) // CYCLE_S) + 2
         started = time.monotonic()
         fill(client, args.group_partitions, cycles, now_s)
         print(f"history: {args.group_partitions} group-partitions x {cycles} cycles x 2 clusters "
               f"({args.group_partitions * cycles * 3:,} rows) filled in {time.monotonic() - started:.1f}s")
-        since_ms = int((now_s - args.window - max(_LOOKBACK_S, args.window)) * 1000)
+        since_ms = int((now_s - args.window - max(HISTORY_LOOKBACK_S, args.window)) * 1000)
         read_s, classify_s, verdicts = [], [], []
         for _ in range(args.repeat):
             t0 = time.monotonic()
-            histories = partition_histories(client, since_ms)
+            histories = partition_histories(*read_stale_history(client, since_ms))
             t1 = time.monotonic()
             verdicts = [classify(h, now_s * 1000, window_s=args.window) for h in histories]
             t2 = time.monotonic()

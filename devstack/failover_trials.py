@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from devstack.consumers import ConsumerGroupSpec, GroupRunner, record_id
 from devstack.traffic import TopicTraffic

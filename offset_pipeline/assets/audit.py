@@ -48,23 +48,6 @@ class AuditConfig(dg.Config):
     spark_timeout_s: float = Field(default=3600.0, gt=0)
 
 
-_MOMENTS_QUERY = (
-    "SELECT s.snapshot_id, toUnixTimestamp64Milli(min(s.snapshot_time)), s.group_id, s.topic, s.partition, "
-    "tr.active, tr.standby, anyIf(s.committed_offset, s.cluster = tr.active), "
-    "anyIf(s.committed_offset, s.cluster = tr.standby), anyIf(s.log_end, s.cluster = tr.active), "
-    "anyIf(s.log_end, s.cluster = tr.standby), any(tr.strategy) "
-    f"FROM {snapshots.TABLE} AS s INNER JOIN ("
-    f"  SELECT snapshot_id, group_id, topic, partition, active, standby, strategy FROM {translations.TRANSLATIONS_TABLE} "
-    "  WHERE cycle_time >= {lo:DateTime64(3, 'UTC')} AND cycle_time < {hi:DateTime64(3, 'UTC')} + INTERVAL 1 HOUR "
-    "  AND active != ''"
-    ") AS tr ON s.snapshot_id = tr.snapshot_id AND s.group_id = tr.group_id AND s.topic = tr.topic "
-    "AND s.partition = tr.partition "
-    "WHERE s.snapshot_time >= {lo:DateTime64(3, 'UTC')} AND s.snapshot_time < {hi:DateTime64(3, 'UTC')} "
-    "AND s.topic_present "
-    "GROUP BY s.snapshot_id, s.group_id, s.topic, s.partition, tr.active, tr.standby"
-)
-
-
 def _shape(shapes: dict[str, str], topic: str, active: str) -> str:
     text = shapes.get(topic, "")
     if text == "two_way":
@@ -76,7 +59,7 @@ def _shape(shapes: dict[str, str], topic: str, active: str) -> str:
 
 def moments_of_day(client, day: date, shapes: dict[str, str]) -> list[dict]:
     lo = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
-    rows = client.query(_MOMENTS_QUERY, parameters={"lo": lo, "hi": lo + timedelta(days=1)}).result_rows
+    rows = audits.snapshot_moments(client, lo, lo + timedelta(days=1))
     out = []
     for sid, ms, group, topic, partition, active, standby, c, t, a_end, b_end, strategy in rows:
         if a_end is None or b_end is None:

@@ -34,7 +34,7 @@ from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.settings import dry_run_default, kafka_timeout_s
 from offset_pipeline.sync import cycle_carry
 from offset_pipeline.assets.translation import TRANSLATION_ROWS
-from offset_pipeline.storage import commits, snapshots, translations
+from offset_pipeline.storage import commits, cycle_rows, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
 
 COMMIT_ROWS = "commit_rows"  # cycle_carry key: this run's CommitRow list
@@ -56,10 +56,6 @@ class CommitConfig(dg.Config):
 ROUTINE_COMMITS = (CommitDecision.COMMIT, CommitDecision.UNCHANGED, CommitDecision.SKIPPED_UNTRANSLATED)
 _WARNED_ERRORS = 20  # commit errors logged as Dagster warnings per cycle; all are in offset_commits
 
-_TRANSLATIONS_QUERY = (
-    f"SELECT {', '.join(TRANSLATED_COLUMNS)} FROM {translations.TRANSLATIONS_TABLE} "
-    "WHERE snapshot_id = {sid:String} ORDER BY group_id, topic, partition"
-)
 
 
 @dg.asset(
@@ -96,7 +92,7 @@ def offset_standby_commits(
     if carried is not None:
         translated = sorted((tuple(row[c] for c in TRANSLATED_COLUMNS) for row in carried), key=lambda v: v[:3])
     elif client is not None:
-        translated = client.query(_TRANSLATIONS_QUERY, parameters={"sid": snapshot_id}).result_rows
+        translated = cycle_rows.translation_rows(client, snapshot_id, TRANSLATED_COLUMNS)
     else:
         raise RuntimeError(f"this run's translations are neither in this process nor readable: {writer.outcome.error}")
     for values in translated:

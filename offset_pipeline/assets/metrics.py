@@ -25,7 +25,7 @@ from offset_pipeline.sync import cycle_carry
 from offset_pipeline.assets.commit import COMMIT_ROWS
 from offset_pipeline.assets.snapshot import SNAPSHOT_ROWS
 from offset_pipeline.assets.translation import TRANSLATION_ROWS
-from offset_pipeline.storage import commits, metrics, snapshots, translations
+from offset_pipeline.storage import commits, cycle_rows, metrics, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
 
 
@@ -40,38 +40,11 @@ class MetricsConfig(dg.Config):
     graph_hours: float = Field(default=2.0, gt=0)
 
 
-# The run's own rows, read back by snapshot id when they were not carried (_cycle_rows). The tables
-# are sorted by group first, so a snapshot id alone reads every day kept; a run's rows are never
-# older than the run (run_rows_since), so the days before it are skipped.
-_FACTS_QUERY = (
-    "SELECT t.group_id, t.topic, t.partition, t.active, t.standby, t.committed, t.standby_offset, t.status, "
-    "t.strategy, c.decision, c.applied, c.committed_after, t.timestamp_inversion "
-    f"FROM {translations.TRANSLATIONS_TABLE} AS t "
-    f"LEFT JOIN (SELECT * FROM {commits.TABLE} WHERE snapshot_id = {{sid:String}} "
-    "AND cycle_time >= {run_since:DateTime64(3, 'UTC')}) AS c "
-    "ON t.group_id = c.group_id AND t.topic = c.topic AND t.partition = c.partition "
-    "WHERE t.snapshot_id = {sid:String} AND t.cycle_time >= {run_since:DateTime64(3, 'UTC')}"
-)
-_CONVERGENCE_QUERY = (
-    f"SELECT minute, active, sum(dd_sum) FROM {metrics.ROLLUP} "
-    "WHERE minute >= {since:DateTime('UTC')} AND active != '' GROUP BY minute, active ORDER BY minute"
-)
-_EARLIER_LOG_ENDS_QUERY = (
-    f"SELECT cluster, topic, partition, argMax(log_end, snapshot_time) FROM {snapshots.TABLE} "
-    # never this cycle's own snapshot: a slow cycle's metrics step may start a window after it
-    "WHERE topic_present AND snapshot_id != {sid:String} AND snapshot_time <= {until:DateTime64(3, 'UTC')} "
-    "AND snapshot_time >= {since:DateTime64(3, 'UTC')} AND topic IN {topics:Array(String)} "
-    "GROUP BY cluster, topic, partition"
-)
-_LOG_ENDS_QUERY = (
-    f"SELECT DISTINCT cluster, topic, partition, log_end FROM {snapshots.TABLE} "
-    "WHERE snapshot_id = {sid:String} AND snapshot_time >= {run_since:DateTime64(3, 'UTC')} AND topic_present"
-)
 #: How far before the run's start its rows are still looked for: the run's start is stamped by the
 #: Dagster instance, the rows' times by the steps' clock, which may differ.
 RUN_START_MARGIN_S = 3600.0
-# The bound when the run's start is unknown: none.
-_NO_BOUND = datetime(1970, 1, 1, tzinfo=timezone.utc)
+#: The bound when the run's start is unknown: none.
+NO_BOUND = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 METRICS_WRITTEN_CHECK = "metrics_written"
@@ -112,14 +85,12 @@ def _with_clickhouse(context, config, writer, replay, snapshot_id: str, cycle_ti
     client = writer.client
     log_end, fact_rows, rows_from = _cycle_rows(context, client, snapshot_id)
     window_ms = int(config.mirror_window_s * 1000)
-    earlier = {
-        (cluster, topic, int(partition)): end
-        for cluster, topic, partition, end in client.query(_EARLIER_LOG_ENDS_QUERY, parameters={
-            "until": datetime.fromtimestamp((cycle_time_ms - window_ms) / 1000, tz=timezone.utc),
-            "since": datetime.fromtimestamp((cycle_time_ms - window_ms - max(window_ms, 600_000)) / 1000, tz=timezone.utc),
-            "topics": sorted({t for _, t, _ in log_end}), "sid": snapshot_id,
-        }).result_rows
-    }
+    earlier = cycle_rows.earlier_log_ends(
+        client, snapshot_id,
+        since=datetime.fromtimestamp((cycle_time_ms - window_ms - max(window_ms, 600_000)) / 1000, tz=timezone.utc),
+        until=datetime.fromtimestamp((cycle_time_ms - window_ms) / 1000, tz=timezone.utc),
+        topics={t for _, t, _ in log_end},
+    )
 
     def mirror_stalled(active: str, standby: str, topic: str, partition: int) -> bool:
         a, s = (active, topic, partition), (standby, topic, partition)
@@ -155,7 +126,7 @@ def _with_clickhouse(context, config, writer, replay, snapshot_id: str, cycle_ti
     statuses = Counter(r.sync_status for r in rows)
     group_status = Counter(worst(r.sync_status for r in rows if r.group_id == g) for g in {r.group_id for r in rows})
     since = datetime.fromtimestamp(cycle_time_ms / 1000 - config.graph_hours * 3600, tz=timezone.utc)
-    points = client.query(_CONVERGENCE_QUERY, parameters={"since": since}).result_rows
+    points = metrics.convergence_points(client, since)
     graph = as_markdown_image(convergence_png(points, f"convergence, last {config.graph_hours:g} h"))
     context.log.info(
         f"offset-sync metrics {snapshot_id}: {written} group-partitions; "
@@ -192,18 +163,15 @@ def _cycle_rows(context, client, snapshot_id: str) -> tuple[dict, list[tuple], s
     carried = [cycle_carry.get(snapshot_id, key) for key in (SNAPSHOT_ROWS, TRANSLATION_ROWS, COMMIT_ROWS)]
     if all(rows is not None for rows in carried):
         return *carried_cycle_rows(*carried), "carried"
-    parameters = {"sid": snapshot_id, "run_since": run_rows_since(context)}
-    log_end = {
-        (cluster, topic, int(partition)): end
-        for cluster, topic, partition, end in client.query(_LOG_ENDS_QUERY, parameters=parameters).result_rows
-    }
-    fact_rows = client.query(_FACTS_QUERY, parameters=parameters, settings={"join_use_nulls": 1}).result_rows
+    run_since = run_rows_since(context)
+    log_end = cycle_rows.cycle_log_ends(client, snapshot_id, run_since)
+    fact_rows = cycle_rows.cycle_facts(client, snapshot_id, run_since)
     return log_end, fact_rows, "clickhouse"
 
 
 def carried_cycle_rows(snapshot_rows, translation_rows, commit_rows) -> tuple[dict, list[tuple]]:
     """This run's log ends and facts rows from the rows its earlier steps carried (``SnapshotRow``,
-    translation result dicts, ``CommitRow``), equal to what ``_LOG_ENDS_QUERY`` and ``_FACTS_QUERY``
+    translation result dicts, ``CommitRow``), equal to what ``storage/cycle_rows.cycle_log_ends`` and ``cycle_facts``
     (with ``join_use_nulls``) read once they are inserted, types included (ints, None, enum members
     as their string values, bools):
 
@@ -248,7 +216,7 @@ def run_rows_since(context) -> datetime:
         record = None
     start = record.start_time if record is not None else None
     if start is None:
-        return _NO_BOUND
+        return NO_BOUND
     return datetime.fromtimestamp(start - RUN_START_MARGIN_S, tz=timezone.utc)
 
 

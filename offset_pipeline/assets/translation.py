@@ -43,10 +43,11 @@ from offset_pipeline.settings import kafka_timeout_s, mirror_writes_headers, top
 from offset_pipeline.sync.shape_step import ShapeSettings, ShapeStep, sample_and_detect
 from offset_pipeline.sync import cycle_carry
 from offset_pipeline.assets.snapshot import SNAPSHOT_ROWS
-from offset_pipeline.storage import deferrals, fast_forwards, snapshots, translations
+from offset_pipeline.storage import cycle_rows, deferrals, fast_forwards, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
 from offset_pipeline.storage.history import direction_history, previous_snapshot
-from offset_pipeline.sync.work import SNAPSHOT_COLUMNS, DirectionHistory, build_work
+from offset_pipeline.sync.work import SNAPSHOT_COLUMNS, build_work
+from offset_pipeline.translation.direction import DirectionHistory
 from offset_pipeline.translation import TranslationStatus
 from offset_pipeline.translation.translate import quote_log_text
 
@@ -101,9 +102,6 @@ class TranslationConfig(dg.Config):
 
 
 SNAPSHOT_GROUP = SNAPSHOT_COLUMNS.index("group_id")
-_SNAPSHOT_QUERY = (
-    f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM {snapshots.TABLE} WHERE snapshot_id = {{sid:String}}"
-)
 
 
 @dg.asset(
@@ -142,7 +140,7 @@ def offset_translations(
     if carried is not None:
         snapshot_rows = [tuple(getattr(row, c) for c in SNAPSHOT_COLUMNS) for row in carried]
     elif client is not None:
-        snapshot_rows = client.query(_SNAPSHOT_QUERY, parameters={"sid": snapshot_id}).result_rows
+        snapshot_rows = cycle_rows.snapshot_rows(client, snapshot_id, SNAPSHOT_COLUMNS)
     else:
         raise RuntimeError(f"this run's snapshot is neither in this process nor readable: {writer.outcome.error}")
     clusters = (idc1.cluster_name, idc2.cluster_name)

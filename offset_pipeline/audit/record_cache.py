@@ -14,10 +14,8 @@ import bisect
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import TopicPartition
-
 from offset_pipeline.audit.failover_cost import Origin, ReadRegion, Shape, StandbyRecord
-from offset_pipeline.kafka_io.partition_records import ReadStats, _Clients, _Reader
+from offset_pipeline.kafka_io.partition_records import LeasedConsumers, PartitionReader, ReadStats
 from offset_pipeline.translation.headers import CopiedFrom, LocalRecord
 
 
@@ -87,13 +85,12 @@ class PartitionRecordCache:
         self.shape, self.exactly_once_mirror = shape, exactly_once_mirror
         self.stats = ReadStats()
         self.timeout_s = timeout_s
-        self._clients = _Clients(self.stats, topic, time.monotonic() + timeout_s * 100)
+        self._clients = LeasedConsumers(self.stats, topic, time.monotonic() + timeout_s * 100)
         self._confs = {"active": active_conf, "standby": standby_conf}
         self.records_read = 0
         self.sides: dict[str, _Side] = {}
         for side in ("active", "standby"):
-            consumer = self._clients.get(side, self._confs[side])
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s, cached=False)
+            low, high = self._clients.log_range(side, self._confs[side], partition, timeout_s)
             self.sides[side] = _Side(low, high)
 
     def close(self) -> None:
@@ -103,7 +100,7 @@ class PartitionRecordCache:
         known = self.sides[side]
         read_from, peer = (self.active, self.standby) if side == "active" else (self.standby, self.active)
         for a, b in known.missing(lo, hi):
-            reader = _Reader(self._clients.get(side, self._confs[side]), self.topic, self.partition, read_from=read_from,
+            reader = PartitionReader(self._clients.get(side, self._confs[side]), self.topic, self.partition, read_from=read_from,
                              peer=peer, end=b, deadline=time.monotonic() + self.timeout_s, stats=self.stats)
             records, upto = reader.read(a)
             self.records_read += len(records)

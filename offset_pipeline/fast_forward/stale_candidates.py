@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -106,6 +106,28 @@ class PartitionHistory:
     points: tuple[LogEnds, ...]  # snapshots of both log ends, any order; the newest is "now"
     active_mirror_position: int | None = None  # the A->B mirror's position on A
     standby_mirror_position: int | None = None  # the B->A mirror's position on B
+
+
+def partition_histories(directions: Iterable[tuple], log_ends: Iterable[tuple]) -> list[PartitionHistory]:
+    """The histories of the stored rows (``storage/stale_history.read_stale_history``): per decided
+    group-partition, its newest offsets and the log ends of both its clusters at every snapshot
+    that read both (mirror positions left for the caller to fill in). Undecided rows (no active or
+    standby: a split brain, ...) are left out: never fast-forwarded."""
+    ends: dict[tuple[str, int], dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
+    for cluster, topic, partition, ms, end in log_ends:
+        ends[(topic, int(partition))][int(ms)][cluster] = int(end)
+    out = []
+    for group, topic, partition, active, standby, c, g in directions:
+        if not active or not standby:
+            continue
+        by_time = ends.get((topic, int(partition)), {})
+        points = tuple(
+            LogEnds(ms, sides[active], sides[standby])
+            for ms, sides in sorted(by_time.items())
+            if active in sides and standby in sides
+        )
+        out.append(PartitionHistory(group, topic, int(partition), active, standby, c, g, points))
+    return out
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,7 @@ def _consumer(conf) -> _ReadConsumer:
 CONSUMERS = ConsumerPool(_consumer)
 
 
-class _Clients:
+class LeasedConsumers:
     """The consumers one call leases, at most one per cluster, returned to the pool at the end (or
     closed, when the call failed: an error leaves a consumer in an unknown state). Each knows the
     topic's metadata before it is used (:class:`_ReadConsumer`)."""
@@ -206,7 +206,13 @@ class _Clients:
                 self.stats.consumers_created += 1
         return self._consumers[side]
 
-    def __enter__(self) -> "_Clients":
+    def log_range(self, side: str, conf: dict, partition: int, timeout_s: float) -> tuple[int, int]:
+        """(log start, last stable offset) of the topic's ``partition`` on ``side``, asked of the broker."""
+        return self.get(side, conf).get_watermark_offsets(
+            TopicPartition(self.topic, partition), timeout=timeout_s, cached=False
+        )
+
+    def __enter__(self) -> "LeasedConsumers":
         return self
 
     def __exit__(self, *exc):
@@ -230,7 +236,7 @@ def _stable_offset(consumer: Consumer, tp: TopicPartition, deadline: float) -> i
     return high
 
 
-class _Reader:
+class PartitionReader:
     """Forward reads of one partition with one consumer, re-assigned per pass."""
 
     def __init__(self, consumer: Consumer, topic: str, partition: int, *, read_from: str, peer: str,
@@ -348,8 +354,8 @@ def gap_holds_no_record(conf: dict, cluster: str, topic: str, partition: int, st
     if start >= end:
         return True
     deadline = time.monotonic() + timeout_s
-    with _Clients(ReadStats(), topic, deadline) as clients:
-        reader = _Reader(clients.get("gap", conf), topic, partition, read_from=cluster, peer=cluster, end=end,
+    with LeasedConsumers(ReadStats(), topic, deadline) as clients:
+        reader = PartitionReader(clients.get("gap", conf), topic, partition, read_from=cluster, peer=cluster, end=end,
                          deadline=deadline)
         try:
             records, upto = reader.read(start, stop=lambda offsets: bool(offsets))
@@ -390,7 +396,7 @@ def read_translation_facts(
         return g.committed is not None and logs.active_log_start <= g.committed <= logs.active_log_end
 
     readable = [g.committed for g in groups if in_log(g)]
-    with _Clients(stats, topic, deadline) as clients:
+    with LeasedConsumers(stats, topic, deadline) as clients:
         return _read(
             clients, active, standby, active_conf, standby_conf, tp, logs, groups, readable, in_log, shape=shape,
             standby_timestamp_type=standby_timestamp_type, window=window, refine_window=refine_window,
@@ -399,7 +405,7 @@ def read_translation_facts(
 
 
 def _read(
-    clients: _Clients, active: str, standby: str, active_conf: dict, standby_conf: dict, tp: TopicPartition,
+    clients: LeasedConsumers, active: str, standby: str, active_conf: dict, standby_conf: dict, tp: TopicPartition,
     logs: PartitionLogs, groups: list[GroupPartitionInput], readable: list[int], in_log, *, shape: TopicShape,
     standby_timestamp_type: TimestampType, window: int, refine_window: int, deadline: float,
     mirror_writes_headers: bool, stats: ReadStats,
@@ -409,7 +415,7 @@ def _read(
     # -- active: one contiguous pass ---------------------------------------------------------------
     active_records: list[RecordFact] = []
     if readable and logs.active_log_start < logs.active_log_end:
-        reader = _Reader(
+        reader = PartitionReader(
             clients.get("active", active_conf), topic, partition, read_from=active, peer=standby,
             end=logs.active_log_end, deadline=deadline, stats=stats,
         )
@@ -509,7 +515,7 @@ def _with_timestamp_search(
         found[ts] = answer.offset if answer.offset >= 0 else None
 
     end = s_end  # the reads stop at the last stable offset by themselves (module docstring)
-    reader = _Reader(
+    reader = PartitionReader(
         consumer, tp.topic, tp.partition, read_from=standby, peer=active, end=end, deadline=deadline, stats=stats
     )
 
@@ -591,7 +597,7 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def _read_last(reader: _Reader, start: int, end: int, step: int) -> RecordFact | None:
+def _read_last(reader: PartitionReader, start: int, end: int, step: int) -> RecordFact | None:
     """The last real record below ``end``: read backwards in growing steps until one is found."""
     span = max(step, 1)
     hi = end

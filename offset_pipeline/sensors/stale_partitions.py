@@ -40,18 +40,19 @@ from offset_pipeline.sensors.run_targets import FAST_FORWARD_JOB, SYNC_CONCURREN
 from offset_pipeline.sensors.sync_cadence import IN_FLIGHT, sync_interval_s
 from offset_pipeline.settings import kafka_timeout_s, stale_window_s
 from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
-from offset_pipeline.fast_forward.stale_candidates import LogEnds, Rejection, StaleVerdict, classify, skip_reason
+from offset_pipeline.fast_forward.stale_candidates import (
+    LogEnds,
+    StaleVerdict,
+    classify,
+    partition_histories,
+    skip_reason,
+)
 from offset_pipeline.storage import snapshots
-from offset_pipeline.storage.stale_history import partition_histories
+from offset_pipeline.storage.stale_history import read_stale_history
 
 LISTED_REJECTIONS = 10  # in the SkipReason; all are logged
 LOGGED_REJECTIONS = 200
-_LOOKBACK_S = 300.0  # history read beyond the window: a snapshot older than the window must be in it
-
-
-def _newest_snapshot_ms(client) -> int | None:
-    rows = client.query(f"SELECT toUnixTimestamp64Milli(max(snapshot_time)), count() FROM {snapshots.TABLE}").result_rows
-    return int(rows[0][0]) if rows and rows[0][1] else None
+HISTORY_LOOKBACK_S = 300.0  # history read beyond the window: a snapshot older than the window must be in it
 
 
 def _live_ends(clusters, partitions_by_cluster, log) -> dict:
@@ -141,13 +142,14 @@ def evaluate_stale_tick(context, now_ms: int, clickhouse: ClickHouseResource, cl
                 "the snapshot history is read on a later tick")
     client = clickhouse.get_client()
     snapshots.ensure_table(client)
-    newest = _newest_snapshot_ms(client)
+    newest = snapshots.newest_snapshot_ms(client)
     if newest is None:
         return dg.SkipReason("no snapshot yet: the sync cycle (offset_sync_sensor) has not run")
     if cursor.get("newest_snapshot_ms") == newest and not cursor.get("waiting"):
         return dg.SkipReason(f"no snapshot since the last tick ({(now_ms - newest) / 1000:.0f}s old) and no "
                              f"partition waiting for its window; then: {cursor.get('summary', '-')}")
-    histories = partition_histories(client, int(now_ms - (window_s + max(_LOOKBACK_S, window_s)) * 1000))
+    since_ms = int(now_ms - (window_s + max(HISTORY_LOOKBACK_S, window_s)) * 1000)
+    histories = partition_histories(*read_stale_history(client, since_ms))
     verdicts = [classify(h, now_ms, window_s=window_s, marker_slack=marker_slack) for h in histories]
     verdicts = _with_live_reads(verdicts, clusters, mirrors, now_ms, window_s, marker_slack, context.log)
 

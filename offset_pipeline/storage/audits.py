@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, timezone
 
+from offset_pipeline.storage import snapshots, translations
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
 from offset_pipeline.storage.upkeep import ensure_upkeep
 
@@ -74,3 +75,27 @@ def replace_window(client, window: date, rows: list[dict], audited_at_ms: int) -
     if data:
         client.insert(TABLE, data, column_names=COLUMNS)
     return len(data)
+
+
+_MOMENTS = (
+    "SELECT s.snapshot_id, toUnixTimestamp64Milli(min(s.snapshot_time)), s.group_id, s.topic, s.partition, "
+    "tr.active, tr.standby, anyIf(s.committed_offset, s.cluster = tr.active), "
+    "anyIf(s.committed_offset, s.cluster = tr.standby), anyIf(s.log_end, s.cluster = tr.active), "
+    "anyIf(s.log_end, s.cluster = tr.standby), any(tr.strategy) "
+    f"FROM {snapshots.TABLE} AS s INNER JOIN ("
+    f"  SELECT snapshot_id, group_id, topic, partition, active, standby, strategy FROM {translations.TRANSLATIONS_TABLE} "
+    "  WHERE cycle_time >= {lo:DateTime64(3, 'UTC')} AND cycle_time < {hi:DateTime64(3, 'UTC')} + INTERVAL 1 HOUR "
+    "  AND active != ''"
+    ") AS tr ON s.snapshot_id = tr.snapshot_id AND s.group_id = tr.group_id AND s.topic = tr.topic "
+    "AND s.partition = tr.partition "
+    "WHERE s.snapshot_time >= {lo:DateTime64(3, 'UTC')} AND s.snapshot_time < {hi:DateTime64(3, 'UTC')} "
+    "AND s.topic_present "
+    "GROUP BY s.snapshot_id, s.group_id, s.topic, s.partition, tr.active, tr.standby"
+)
+
+
+def snapshot_moments(client, lo: datetime, hi: datetime) -> list[tuple]:
+    """Every decided group-partition of every snapshot in ``[lo, hi)``, with both clusters' facts:
+    snapshot_id, snapshot ms, group_id, topic, partition, active, standby, c (on the active),
+    the standby's committed offset, both log ends, and the cycle's strategy."""
+    return client.query(_MOMENTS, parameters={"lo": lo, "hi": hi}).result_rows

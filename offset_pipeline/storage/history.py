@@ -1,4 +1,4 @@
-"""Reads of earlier cycles that the direction rules need (:class:`~offset_pipeline.sync.work.DirectionHistory`).
+"""Reads of earlier cycles that the direction rules need (:class:`~offset_pipeline.translation.direction.DirectionHistory`).
 
 All queries are parameterized (clickhouse-connect binding); a table that does not exist yet (a
 first cycle, or a cycle before any commit) reads as empty.
@@ -14,7 +14,7 @@ from offset_pipeline.storage.recent import recent
 from offset_pipeline.storage.snapshots import TABLE as SNAPSHOTS_TABLE
 from offset_pipeline.storage.snapshots import snapshot_time_ms
 from offset_pipeline.storage.translations import TRANSLATIONS_TABLE
-from offset_pipeline.sync.work import DirectionHistory
+from offset_pipeline.translation.direction import DirectionHistory
 
 
 def _exists(client, table: str) -> bool:

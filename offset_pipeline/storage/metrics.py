@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from dataclasses import astuple, fields
 from datetime import datetime, timezone
 
-from offset_pipeline.monitoring.metric_rules import MetricRow
 from offset_pipeline.storage.recent import recent
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
 from offset_pipeline.storage.upkeep import ensure_upkeep
@@ -127,9 +126,6 @@ FROM {TABLE}
 GROUP BY minute, active, standby, group_id, topic
 """
 
-COLUMNS = [f.name for f in fields(MetricRow)]
-
-
 def _declared_columns(ddl: str) -> list[tuple[str, str]]:
     """(name, type) of the columns in a CREATE TABLE statement of this module."""
     body = ddl[ddl.index("(") + 1: ddl.index("\n)")]
@@ -173,15 +169,23 @@ def _utc(ms: int | None):
     return None if ms is None else datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)
 
 
-def insert_rows(client, rows: list[MetricRow]) -> int:
+_TIME_FIELDS = {"cycle_time_ms": "cycle_time", "last_synced_ms": "last_synced"}  # epoch ms -> DateTime64 column
+
+
+def insert_rows(client, rows: list) -> int:
+    """Append metric rows: dataclass instances whose fields are the table's columns, the two
+    ``*_ms`` fields stored under their column names without ``_ms`` (``monitoring/metric_rules.MetricRow``
+    makes them; a field the table lacks fails the insert, never a silent drop)."""
     if not rows:
         return 0
-    names = ["cycle_time" if c == "cycle_time_ms" else "last_synced" if c == "last_synced_ms" else c for c in COLUMNS]
+    fields_in_order = [f.name for f in fields(rows[0])]
+    names = [_TIME_FIELDS.get(name, name) for name in fields_in_order]
+    times = [i for i, name in enumerate(fields_in_order) if name in _TIME_FIELDS]
     data = []
     for row in rows:
         values = list(astuple(row))
-        values[0] = _utc(values[0])
-        values[COLUMNS.index("last_synced_ms")] = _utc(values[COLUMNS.index("last_synced_ms")])
+        for i in times:
+            values[i] = _utc(values[i])
         data.append(values)
     client.insert(TABLE, data, column_names=names)
     return len(rows)
@@ -238,3 +242,14 @@ def previous_state(client, group_ids: Iterable[str], before_ms: int, *,
     previous_d = {k: d for k, (d, _) in state.items() if d is not None}
     last_synced = {k: ms for k, (_, ms) in state.items() if ms is not None}
     return previous_d, last_synced
+
+
+_CONVERGENCE = (
+    f"SELECT minute, active, sum(dd_sum) FROM {ROLLUP} "
+    "WHERE minute >= {since:DateTime('UTC')} AND active != '' GROUP BY minute, active ORDER BY minute"
+)
+
+
+def convergence_points(client, since: datetime) -> list[tuple]:
+    """``(minute, active cluster, sum of dd)`` per minute since ``since``: the convergence graph."""
+    return client.query(_CONVERGENCE, parameters={"since": since}).result_rows

@@ -157,3 +157,9 @@ def previous_committed_offsets(
     for cluster, group_id, topic, partition, offset in rows:
         out.setdefault((cluster, group_id), {})[(topic, int(partition))] = int(offset)
     return out
+
+
+def newest_snapshot_ms(client) -> int | None:
+    """The time of the newest snapshot row (epoch ms), or None when the table is empty."""
+    rows = client.query(f"SELECT toUnixTimestamp64Milli(max(snapshot_time)), count() FROM {TABLE}").result_rows
+    return int(rows[0][0]) if rows and rows[0][1] else None

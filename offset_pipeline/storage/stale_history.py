@@ -1,15 +1,13 @@
 """What the stale-partition sensor reads from ClickHouse: per group-partition, its newest decided
 direction and offsets (``offset_translations``) and the log ends of its partition on both clusters
-in every snapshot since ``since_ms`` (``offset_snapshots``). Plain data out
-(``stale_candidates.PartitionHistory``, mirror positions left for the caller to fill in).
-Parameterized queries only."""
+in every snapshot since ``since_ms`` (``offset_snapshots``). Plain rows out: the stale rule builds
+its histories from them (``fast_forward/stale_candidates.partition_histories``). Parameterized
+queries only."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from datetime import datetime, timezone
 
-from offset_pipeline.fast_forward.stale_candidates import LogEnds, PartitionHistory
 from offset_pipeline.storage import snapshots, translations
 
 _NEWEST_DIRECTIONS = (
@@ -25,22 +23,11 @@ _LOG_ENDS = (
 )
 
 
-def partition_histories(client, since_ms: int) -> list[PartitionHistory]:
+def read_stale_history(client, since_ms: int) -> tuple[list[tuple], list[tuple]]:
+    """``(directions, log_ends)`` since ``since_ms``: per group-partition its newest
+    ``(group_id, topic, partition, active, standby, committed, standby_committed)``, and every
+    snapshot's ``(cluster, topic, partition, snapshot_ms, log_end)``."""
     since = datetime.fromtimestamp(since_ms / 1000, tz=timezone.utc)
-    ends: dict[tuple[str, int], dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
-    for cluster, topic, partition, ms, end in client.query(_LOG_ENDS, parameters={"since": since}).result_rows:
-        ends[(topic, int(partition))][int(ms)][cluster] = int(end)
-    out = []
-    for group, topic, partition, active, standby, c, g in client.query(
-        _NEWEST_DIRECTIONS, parameters={"since": since}
-    ).result_rows:
-        if not active or not standby:
-            continue  # undecided (split brain, ...): never fast-forwarded
-        by_time = ends.get((topic, int(partition)), {})
-        points = tuple(
-            LogEnds(ms, sides[active], sides[standby])
-            for ms, sides in sorted(by_time.items())
-            if active in sides and standby in sides
-        )
-        out.append(PartitionHistory(group, topic, int(partition), active, standby, c, g, points))
-    return out
+    log_ends = client.query(_LOG_ENDS, parameters={"since": since}).result_rows
+    directions = client.query(_NEWEST_DIRECTIONS, parameters={"since": since}).result_rows
+    return directions, log_ends

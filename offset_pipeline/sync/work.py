@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from offset_pipeline.translation import (
+    DirectionHistory,
     Anchor,
     CaughtUpPoint,
     DirectionDecision,
@@ -38,8 +39,6 @@ from offset_pipeline.translation import (
     untranslatable,
 )
 
-TopicPartition = tuple[str, int]
-ClusterGroup = tuple[str, str]  # (cluster, group_id)
 
 #: Column order of the snapshot rows :func:`build_work` takes (the asset's query returns these).
 #: The last two may be left out (rows of a snapshot whose clusters were all read).
@@ -49,27 +48,6 @@ SNAPSHOT_COLUMNS = (
 )
 #: Group states of a snapshot row whose group facts are unknown (sync/snapshot_rows.py, group_offsets.py).
 UNKNOWN_GROUP_STATES = frozenset({"UNAVAILABLE", "UNREADABLE"})
-
-
-@dataclass(frozen=True)
-class DirectionHistory:
-    """What earlier cycles left that the direction rules use.
-
-    ``committed_before``: the previous snapshot's committed offsets per (cluster, group); None when
-    there is no previous snapshot at all (then nothing counts as movement). A group missing from a
-    previous snapshot that exists had no offsets then.
-    ``written_by_sync``: offsets the sync committed per (cluster, group) since the previous snapshot.
-    ``previous_active``: the active cluster of each group's last decided cycle.
-    """
-
-    committed_before: Mapping[ClusterGroup, Mapping[TopicPartition, int]] | None = None
-    written_by_sync: Mapping[ClusterGroup, Mapping[TopicPartition, int]] = field(default_factory=dict)
-    previous_active: Mapping[str, str] = field(default_factory=dict)
-
-    def before(self, cluster: str, group_id: str) -> Mapping[TopicPartition, int] | None:
-        if self.committed_before is None:
-            return None
-        return self.committed_before.get((cluster, group_id), {})
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ against the pure two-cluster model in :mod:`devstack.two_cluster_model`.
 """
 
 from .caught_up import caught_up_problem, kept_point_problem, translate_caught_up, translate_kept_caught_up
-from .direction import DirectionBasis, DirectionDecision, GroupSideFacts, decide_direction
+from .direction import DirectionBasis, DirectionDecision, DirectionHistory, GroupSideFacts, decide_direction
 from .facts import (
     DEFAULT_STALE_WINDOW_S,
     CaughtUpFacts,
@@ -48,6 +48,7 @@ __all__ = [
     "DEFAULT_STALE_WINDOW_S",
     "DirectionBasis",
     "DirectionDecision",
+    "DirectionHistory",
     "GroupSideFacts",
     "HeaderObservation",
     "HeaderProblem",

@@ -27,6 +27,7 @@ from typing import Mapping
 from .result import TranslationResult, TranslationStatus, untranslatable
 
 TopicPartitionKey = tuple[str, int]
+ClusterGroup = tuple[str, str]  # (cluster, group_id)
 
 
 class DirectionBasis(str, Enum):
@@ -143,3 +144,24 @@ def decide_direction(
         if matches:
             return decided(matches[0], DirectionBasis.PREVIOUS, f"no members, no movement: keeping {previous_active} active")
     return undecided(DirectionBasis.UNDETERMINED, "no members and no offset movement on either cluster, no previous direction")
+
+
+@dataclass(frozen=True)
+class DirectionHistory:
+    """What earlier cycles left that the direction rules use.
+
+    ``committed_before``: the previous snapshot's committed offsets per (cluster, group); None when
+    there is no previous snapshot at all (then nothing counts as movement). A group missing from a
+    previous snapshot that exists had no offsets then.
+    ``written_by_sync``: offsets the sync committed per (cluster, group) since the previous snapshot.
+    ``previous_active``: the active cluster of each group's last decided cycle.
+    """
+
+    committed_before: Mapping[ClusterGroup, Mapping[TopicPartitionKey, int]] | None = None
+    written_by_sync: Mapping[ClusterGroup, Mapping[TopicPartitionKey, int]] = field(default_factory=dict)
+    previous_active: Mapping[str, str] = field(default_factory=dict)
+
+    def before(self, cluster: str, group_id: str) -> Mapping[TopicPartitionKey, int] | None:
+        if self.committed_before is None:
+            return None
+        return self.committed_before.get((cluster, group_id), {})

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from .caught_up import caught_up_problem, kept_point_problem
 from .facts import PartitionFacts, RecordFact, TimestampType
-from .translate import _precheck
+from .translate import facts_problem
 
 
 def _lemma_1(facts: PartitionFacts, c: int) -> list[int]:
@@ -118,7 +118,7 @@ def _known_loss(facts: PartitionFacts, c: int, known: list[RecordFact]) -> int |
 
 def safe_standby_bound(facts: PartitionFacts) -> int | None:
     """The largest standby offset these facts prove loss-free, or None (module docstring)."""
-    if _precheck(facts) is not None:
+    if facts_problem(facts) is not None:
         return None
     c = facts.committed
     assert c is not None  # the pre-check refuses a missing committed offset

@@ -37,7 +37,10 @@ LOG_PREFIX = "offset-sync decision"
 _DROP_ANCHOR = frozenset({TranslationStatus.TOPIC_MISSING_ON_STANDBY, TranslationStatus.COMMITTED_BEYOND_LOG_END})
 
 
-def _precheck(facts: PartitionFacts) -> tuple[TranslationStatus, str] | None:
+def facts_problem(facts: PartitionFacts) -> tuple[TranslationStatus, str] | None:
+    """What makes ``facts`` untranslatable by any strategy (topic missing on the standby, partition
+    counts differing, no committed offset, logs that contradict the offset), as a status and its
+    reason; None when the strategies may try. The safe bound (safe_bound.py) asks the same."""
     c = facts.committed
     if not facts.standby_topic_exists:
         return TranslationStatus.TOPIC_MISSING_ON_STANDBY, f"topic {facts.topic!r} does not exist on {facts.standby}"
@@ -75,7 +78,7 @@ def _precheck(facts: PartitionFacts) -> tuple[TranslationStatus, str] | None:
 
 def translate_partition(facts: PartitionFacts) -> TranslationResult:
     """Translate one group-partition. Never raises on bad data; always returns a result."""
-    problem = _precheck(facts)
+    problem = facts_problem(facts)
     if problem is not None:
         status, reason = problem
         return untranslatable(

@@ -10,7 +10,7 @@ import uuid
 
 import dagster as dg
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from offset_pipeline.assets.commit import offset_standby_commits

@@ -1,6 +1,6 @@
 """The monitoring step takes its cycle's log ends and facts from the rows the earlier steps carried
 (assets/metrics.py ``carried_cycle_rows``): they equal, types included, what its ClickHouse
-fallback (``_LOG_ENDS_QUERY``, ``_FACTS_QUERY``) reads once the same rows are inserted."""
+fallback (``storage/cycle_rows.cycle_log_ends``, ``cycle_facts``) reads once the same rows are inserted."""
 
 from __future__ import annotations
 
@@ -9,16 +9,14 @@ from datetime import datetime, timezone
 from types import SimpleNamespace
 
 from offset_pipeline.assets.metrics import (
-    _FACTS_QUERY,
-    _LOG_ENDS_QUERY,
-    _NO_BOUND,
+    NO_BOUND,
     RUN_START_MARGIN_S,
     carried_cycle_rows,
     run_rows_since,
 )
 from offset_pipeline.resources.clickhouse import ClickHouseResource
 from offset_pipeline.sync.spark_translation import result_row
-from offset_pipeline.storage import commits, snapshots, translations
+from offset_pipeline.storage import commits, cycle_rows, snapshots, translations
 from offset_pipeline.storage.commits import CommitRow
 from offset_pipeline.storage.snapshots import SnapshotRow
 from offset_pipeline.translation.result import Anchor, Strategy, TranslationResult, TranslationStatus
@@ -97,12 +95,11 @@ def test_carried_rows_give_the_facts_and_log_ends_the_queries_read(chdb_dsn):
 
     log_end, facts = carried_cycle_rows(*carried)
     since = datetime.fromtimestamp(NOW_MS / 1000 - RUN_START_MARGIN_S, tz=timezone.utc)
-    for run_since in (since, _NO_BOUND):
-        parameters = {"sid": SID, "run_since": run_since}
-        queried_ends = client.query(_LOG_ENDS_QUERY, parameters=parameters).result_rows
-        assert len(queried_ends) == len(log_end)  # one log end per (cluster, topic, partition)
-        assert typed((c, t, p, e) for (c, t, p), e in log_end.items()) == typed(queried_ends)
-        queried = client.query(_FACTS_QUERY, parameters=parameters, settings={"join_use_nulls": 1}).result_rows
+    for run_since in (since, NO_BOUND):
+        queried_ends = cycle_rows.cycle_log_ends(client, SID, run_since)
+        assert typed((c, t, p, e) for (c, t, p), e in log_end.items()) == \
+            typed((c, t, p, e) for (c, t, p), e in queried_ends.items())
+        queried = cycle_rows.cycle_facts(client, SID, run_since)
         assert typed(facts) == typed(queried)
 
     assert log_end == {("idc1", "t", 0): 20, ("idc2", "t", 0): 16, ("idc1", "t", 1): 21, ("idc2", "t", 1): None,
@@ -133,6 +130,6 @@ def test_the_fallback_reads_from_the_runs_start_less_the_margin():
     assert run_rows_since(context(SimpleNamespace(start_time=start))) == datetime.fromtimestamp(
         start - RUN_START_MARGIN_S, tz=timezone.utc)
     # unknown: no bound
-    assert run_rows_since(context(SimpleNamespace(start_time=None))) == _NO_BOUND
-    assert run_rows_since(context(None)) == _NO_BOUND
-    assert run_rows_since(context(error=RuntimeError("instance storage down"))) == _NO_BOUND
+    assert run_rows_since(context(SimpleNamespace(start_time=None))) == NO_BOUND
+    assert run_rows_since(context(None)) == NO_BOUND
+    assert run_rows_since(context(error=RuntimeError("instance storage down"))) == NO_BOUND

@@ -17,7 +17,7 @@ from offset_pipeline.kafka_io.partition_records import (
     GroupPartitionInput,
     PartitionLogs,
     ReadStats,
-    _Reader,
+    PartitionReader,
     read_translation_facts,
 )
 from offset_pipeline.translation.facts import RecordFact
@@ -333,7 +333,7 @@ def test_reads_stop_at_the_last_stable_offset_of_an_open_transaction(kafka_pair)
 
         # A read starting above the last stable offset sees nothing and asks the broker where it is.
         with CONSUMERS.lease(conf(kafka_pair, "idc1")) as lease:
-            reader = _Reader(lease.consumer, topic, 0, read_from="idc1", peer="idc2", end=15,
+            reader = PartitionReader(lease.consumer, topic, 0, read_from="idc1", peer="idc2", end=15,
                              deadline=time.monotonic() + 20, stats=stats)
             assert reader.read(12) == ([], 12)
             assert stats.stable_offset_queries == 1 and reader.end == 10

@@ -8,7 +8,8 @@ from offset_pipeline.resources import ClickHouseResource
 from offset_pipeline.fast_forward.stale_candidates import LogEnds
 from offset_pipeline.storage import snapshots, translations
 from offset_pipeline.storage.snapshots import SnapshotRow
-from offset_pipeline.storage.stale_history import partition_histories
+from offset_pipeline.fast_forward.stale_candidates import partition_histories
+from offset_pipeline.storage.stale_history import read_stale_history
 
 G = "g 'q' ü"
 T0 = int(time.time()) * 1000  # recent: rows older than the tables' TTL (storage/retention.py) expire
@@ -37,8 +38,8 @@ def test_histories_pair_both_log_ends_per_snapshot_in_the_newest_direction(chdb_
         translation("s2", T0 + 60_000, G, "idc1", "idc2", 12, 8),  # the newest direction wins
         translation("s2", T0 + 60_000, "other", "", "", 12, None),  # undecided: left out
     ])
-    (history,) = partition_histories(client, 0)
+    (history,) = partition_histories(*read_stale_history(client, 0))
     assert (history.group_id, history.active, history.standby, history.committed, history.standby_committed) == (
         G, "idc1", "idc2", 12, 8)
     assert history.points == (LogEnds(T0, 10, 7), LogEnds(T0 + 30_000, 12, 9), LogEnds(T0 + 60_000, 12, 9))
-    assert partition_histories(client, T0 + 50_000)[0].points == (LogEnds(T0 + 60_000, 12, 9),)
+    assert partition_histories(*read_stale_history(client, T0 + 50_000))[0].points == (LogEnds(T0 + 60_000, 12, 9),)

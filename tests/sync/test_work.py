@@ -4,7 +4,7 @@ the history reads from ClickHouse that feed it."""
 from __future__ import annotations
 
 import time
-from dataclasses import astuple, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
@@ -15,7 +15,8 @@ from offset_pipeline.resources import ClickHouseResource
 from offset_pipeline.storage import snapshots, translations
 from offset_pipeline.storage.history import direction_history, previous_snapshot_id
 from offset_pipeline.storage.snapshots import SnapshotRow
-from offset_pipeline.sync.work import DirectionHistory, build_work
+from offset_pipeline.sync.work import build_work
+from offset_pipeline.translation.direction import DirectionHistory
 from offset_pipeline.translation import Anchor, CaughtUpPoint, TranslationStatus
 
 CLUSTERS = ("idc1", "idc2")
