@@ -155,7 +155,7 @@ def kafka_pair(kafka_jars, tmp_path_factory) -> KafkaPair:
         try:
             yield pair
         finally:
-            # Pooled read consumers (kafka_reads) in this process and in local Spark's Python
+            # Pooled read consumers (kafka_io) in this process and in local Spark's Python
             # workers would keep reconnecting (and logging) to the stopped brokers.
             from offset_pipeline.kafka_io.partition_records import CONSUMERS
 

@@ -2,8 +2,8 @@
 
 Launched by ``stale_partition_sensor`` (one run per group, its run key from the group-partitions and
 the log ends the sensor saw) or by hand from the launchpad with the same config. The sensor's view
-may be old, so ``fast_forward_step`` re-reads everything live, re-checks each condition
-(``fast_forward_check``), translates with the caught-up rule and commits through the sync cycle's
+may be old, so ``fast_forward/step.py`` re-reads everything live, re-checks each condition
+(``fast_forward/recheck.py``), translates with the caught-up rule and commits through the sync cycle's
 commit step (DESIGN.md §5: no live standby group, never backwards, the safe bound, dry run, ONE
 commit call). Every partition gets a row in ``offset_fast_forwards`` with its outcome and reason
 (left alone ones name the failed condition); partitions left synced also get a monitoring row in
@@ -30,9 +30,10 @@ from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.mirrors import MirrorsResource
 from offset_pipeline.settings import dry_run_default, kafka_timeout_s, stale_window_s
 from offset_pipeline.storage import fast_forwards, metrics
-from offset_pipeline.translation.translate import quote_log_text
+from offset_pipeline.translation.log_line import PREFIX, Token, log_line
 
-FAST_FORWARD_LOG_PREFIX = "offset-sync fast-forward"
+FAST_FORWARD_KIND = "fast-forward"
+FAST_FORWARD_LOG_PREFIX = f"{PREFIX} {FAST_FORWARD_KIND}"
 
 
 class RequestedPartitionConfig(dg.Config):
@@ -57,13 +58,12 @@ class FastForwardConfig(dg.Config):
 
 
 def decision_line(row: fast_forwards.FastForwardRow) -> str:
-    """One line per partition, in the decision-log format."""
-    return (
-        f"{FAST_FORWARD_LOG_PREFIX} group={quote_log_text(row.group_id)} topic={quote_log_text(row.topic)} "
-        f"partition={row.partition} {row.active}->{row.standby} outcome={row.outcome} "
-        f"rejection={row.rejection or '-'} c={row.committed} previous={row.previous_offset} new={row.new_offset} "
-        f"reason={quote_log_text(row.reason)}"
-    )
+    """One line per partition, in the decision lines' format (translation/log_line.py)."""
+    return log_line(FAST_FORWARD_KIND, [
+        ("group", row.group_id), ("topic", row.topic), ("partition", row.partition), ("active", row.active),
+        ("standby", row.standby), ("outcome", Token(row.outcome)), ("rejection", Token(row.rejection or "-")),
+        ("c", row.committed), ("previous", row.previous_offset), ("new", row.new_offset), ("reason", row.reason),
+    ])
 
 
 @dg.asset(

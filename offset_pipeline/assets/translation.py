@@ -49,7 +49,7 @@ from offset_pipeline.storage.history import direction_history, previous_snapshot
 from offset_pipeline.sync.work import SNAPSHOT_COLUMNS, build_work
 from offset_pipeline.translation.direction import DirectionHistory
 from offset_pipeline.translation import TranslationStatus
-from offset_pipeline.translation.translate import quote_log_text
+from offset_pipeline.translation.log_line import log_line
 
 
 # An outage (or a spent read budget) gives every row of the cluster (or of the cycle) the same status
@@ -228,8 +228,8 @@ def offset_translations(
     routine = [is_routine_translation(row) for row in rows]
     logged = write_decision_lines(
         [
-            f"offset-sync direction group={quote_log_text(group_id)} active={direction.active or '-'} "
-            f"basis={direction.basis.value} reason={quote_log_text(direction.reason)}"
+            log_line("direction", [("group", group_id), ("active", direction.active), ("basis", direction.basis),
+                                   ("reason", direction.reason)])
             for group_id, direction in sorted(cycle.directions.items())
         ]
         + [row["decision"] for row, r in zip(rows, routine) if not r]

@@ -28,7 +28,7 @@ the mirror's ordering proves:
 A moment whose counts the regions cannot decide gets a named status, never a guess.
 
 Invariants (tests/audit/test_failover_cost.py): with both logs read whole, the counts equal the
-model's oracle (``translation/model.count_loss`` / ``count_duplicates``) for every moment, also with
+model's oracle (``devstack/two_cluster_model.count_loss`` / ``count_duplicates``, in the tests) for every moment, also with
 an at-least-once mirror; with any partial regions and an exactly-once mirror an ``audited`` result
 still equals it (the proofs are sound).
 """

@@ -11,7 +11,7 @@ offset and the gaps, then the log ranges again. Logs only grow: equal log ends b
 mean nothing was written while the reads were taken, so they all describe one state of both logs
 (DESIGN.md §4.3's "the order of the reads is irrelevant"). Without the bracket, a mirror copying a
 standby record to the active cluster between the range read and the position read would make a
-fast-forward lose it. The re-check rejects moved ends (``fast_forward_check``).
+fast-forward lose it. The re-check rejects moved ends (``fast_forward/recheck.py``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ whatever happens:
 
 1. the live facts are read again (``fast_forward/live_reads.py``); a cluster that does not
    answer fails the group's rows (``failed``, with the error), nothing written;
-2. each partition is re-checked (``fast_forward_check.recheck``): a failed condition leaves it
+2. each partition is re-checked (``recheck.recheck``): a failed condition leaves it
    alone with its named rejection (a mirror behind a log end quiet for the window: ``mirror_stopped``,
    whatever the sensor saw);
 3. the passing ones are translated by the caught-up rule (``t`` = the standby log end) with their

@@ -29,8 +29,6 @@ state could not be re-read (a cluster down or slow): nothing planned, nothing wr
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -43,11 +41,12 @@ from offset_pipeline.translation import (
     TranslationStatus,
     check_no_loss,
 )
-from offset_pipeline.translation.translate import log_value, quote_log_text
+from offset_pipeline.translation.log_line import PREFIX, log_line, parse_log_line
 
 TopicPartition = tuple[str, int]
 
-COMMIT_LOG_PREFIX = "offset-sync commit"
+COMMIT_KIND = "commit"
+COMMIT_LOG_PREFIX = f"{PREFIX} {COMMIT_KIND}"
 
 
 class CommitDecision(str, Enum):
@@ -238,44 +237,28 @@ def offsets_to_commit(plan: Iterable[StandbyCommit]) -> dict[TopicPartition, int
 
 
 def commit_log_line(commit: StandbyCommit) -> str:
-    """One line per planned commit, same style as ``decision_log_line``; free text JSON-quoted.
+    """One line per planned commit, in the decision lines' format (translation/log_line.py).
 
     ``offset-sync commit group="g" topic="t" partition=0 standby="idc2" previous_offset=5
     new_offset=7 safe_bound=9 decision=commit translation_status=header_anchor strategy=header_anchor
     reason="..."``
     """
-    fields = [
-        ("group", quote_log_text(commit.group_id)),
-        ("topic", quote_log_text(commit.topic)),
-        ("partition", log_value(commit.partition)),
-        ("standby", quote_log_text(commit.standby_cluster)),
-        ("previous_offset", log_value(commit.previous_offset)),
-        ("new_offset", log_value(commit.new_offset)),
-        ("safe_bound", log_value(commit.safe_bound)),
-        ("decision", log_value(commit.decision)),
-        ("translation_status", log_value(commit.translation_status)),
-        ("strategy", log_value(commit.strategy)),
-        ("reason", quote_log_text(commit.reason)),
-    ]
-    return COMMIT_LOG_PREFIX + " " + " ".join(f"{key}={value}" for key, value in fields)
-
-
-_FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
+    return log_line(COMMIT_KIND, [
+        ("group", commit.group_id),
+        ("topic", commit.topic),
+        ("partition", commit.partition),
+        ("standby", commit.standby_cluster),
+        ("previous_offset", commit.previous_offset),
+        ("new_offset", commit.new_offset),
+        ("safe_bound", commit.safe_bound),
+        ("decision", commit.decision),
+        ("translation_status", commit.translation_status),
+        ("strategy", commit.strategy),
+        ("reason", commit.reason),
+    ])
 
 
 def parse_commit_log_line(line: str) -> dict[str, object]:
     """The fields of a :func:`commit_log_line` line: quoted strings decoded, ``-`` as None, integers
     typed, enum values as text."""
-    if not line.startswith(COMMIT_LOG_PREFIX + " "):
-        raise ValueError("not a commit log line")
-    out: dict[str, object] = {}
-    for key, raw in _FIELD.findall(line[len(COMMIT_LOG_PREFIX) + 1:]):
-        if raw.startswith('"'):
-            out[key] = json.loads(raw)
-        elif raw == "-":
-            out[key] = None
-        elif re.fullmatch(r"-?[0-9]+", raw):
-            out[key] = int(raw)
-        else:
-            out[key] = raw
-    return out
+    return parse_log_line(COMMIT_KIND, line)

@@ -47,7 +47,7 @@ def sample_and_detect(
     client, snapshot_id: str, now_ms: int, snapshot_rows: Iterable[tuple], configured: Mapping[str, str],
     clusters: tuple[str, str], confs: Mapping[str, Mapping[str, Any]], settings: ShapeSettings = ShapeSettings(),
 ) -> ShapeStep:
-    """``snapshot_rows`` in ``sync_work.SNAPSHOT_COLUMNS`` order."""
+    """``snapshot_rows`` in ``sync/work.SNAPSHOT_COLUMNS`` order."""
     ranges: dict[tuple[str, int, str], tuple[int, int]] = {}
     for cluster, _g, _m, topic, partition, _c, present, log_start, log_end, *_ in snapshot_rows:
         if present and log_start is not None and log_end is not None:

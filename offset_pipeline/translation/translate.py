@@ -24,16 +24,16 @@ back. :func:`check_no_loss` re-checks a result against its facts before a commit
 from __future__ import annotations
 
 import dataclasses
-import json
-import re
 
 from .caught_up import caught_up_backs, caught_up_translation
 from .facts import PartitionFacts, TimestampType
 from .header_anchor import translate_by_header_anchor
+from .log_line import PREFIX, Token, log_line, parse_log_line
 from .result import Strategy, TranslationResult, TranslationStatus, untranslatable
 from .timestamp_search import translate_by_timestamp
 
-LOG_PREFIX = "offset-sync decision"
+DECISION_KIND = "decision"
+LOG_PREFIX = f"{PREFIX} {DECISION_KIND}"
 _DROP_ANCHOR = frozenset({TranslationStatus.TOPIC_MISSING_ON_STANDBY, TranslationStatus.COMMITTED_BEYOND_LOG_END})
 
 
@@ -137,80 +137,41 @@ def translate_partition(facts: PartitionFacts) -> TranslationResult:
 
 # -- the decision log ----------------------------------------------------------------------------
 
-_LINE_BREAKS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-def quote_log_text(text: str) -> str:
-    quoted = json.dumps(text, ensure_ascii=False)  # escapes quotes, backslashes and control characters
-    for char, escaped in _LINE_BREAKS.items():
-        quoted = quoted.replace(char, escaped)
-    return quoted
-
-
-def log_value(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if hasattr(value, "value"):  # an enum
-        return str(value.value)
-    return quote_log_text(str(value))
-
 
 def decision_log_line(result: TranslationResult) -> str:
-    """One line per decision, same keys in the same order every time; free text JSON-quoted.
+    """One line per decision (log_line.py's format), same keys in the same order every time.
 
     ``offset-sync decision group="g" topic="t" partition=0 active="idc1" standby="idc2" committed=12
     standby_committed=- standby_offset=7 strategy=header_anchor status=header_anchor anchor=11->6
     keep=11->6 expected_duplicates=- timestamp_inversion=false warnings=- reason="..."``
     """
-    def anchor(a) -> str:
-        return "-" if a is None else f"{a.active_offset}->{a.standby_offset}"
+    def anchor(a) -> Token:
+        return Token("-" if a is None else f"{a.active_offset}->{a.standby_offset}")
 
-    fields = [
-        ("group", quote_log_text(result.group_id)),
-        ("topic", quote_log_text(result.topic)),
-        ("partition", log_value(result.partition)),
-        ("active", log_value(result.active)),
-        ("standby", log_value(result.standby)),
-        ("committed", log_value(result.committed)),
-        ("standby_committed", log_value(result.standby_committed)),
-        ("standby_offset", log_value(result.standby_offset)),
-        ("strategy", log_value(result.strategy)),
-        ("status", log_value(result.status)),
+    return log_line(DECISION_KIND, [
+        ("group", result.group_id),
+        ("topic", result.topic),
+        ("partition", result.partition),
+        ("active", result.active),
+        ("standby", result.standby),
+        ("committed", result.committed),
+        ("standby_committed", result.standby_committed),
+        ("standby_offset", result.standby_offset),
+        ("strategy", result.strategy),
+        ("status", result.status),
         ("anchor", anchor(result.anchor_used)),
         ("keep", anchor(result.anchor_to_keep)),
-        ("expected_duplicates", log_value(result.expected_duplicates)),
-        ("timestamp_inversion", log_value(result.timestamp_inversion)),
-        ("warnings", ",".join(w.value for w in result.warnings) or "-"),
-        ("reason", quote_log_text(result.reason)),
-    ]
-    return LOG_PREFIX + " " + " ".join(f"{key}={value}" for key, value in fields)
-
-
-_FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
+        ("expected_duplicates", result.expected_duplicates),
+        ("timestamp_inversion", result.timestamp_inversion),
+        ("warnings", Token(",".join(w.value for w in result.warnings) or "-")),
+        ("reason", result.reason),
+    ])
 
 
 def parse_decision_log_line(line: str) -> dict[str, object]:
     """The fields of a :func:`decision_log_line` line: quoted strings decoded, ``-`` as None,
     integers and booleans typed, everything else (enum values, anchors, warnings) as text."""
-    if not line.startswith(LOG_PREFIX + " "):
-        raise ValueError("not a decision log line")
-    out: dict[str, object] = {}
-    for key, raw in _FIELD.findall(line[len(LOG_PREFIX) + 1:]):
-        if raw.startswith('"'):
-            out[key] = json.loads(raw)
-        elif raw == "-":
-            out[key] = None
-        elif raw in ("true", "false"):
-            out[key] = raw == "true"
-        elif re.fullmatch(r"-?[0-9]+", raw):
-            out[key] = int(raw)
-        else:
-            out[key] = raw
-    return out
+    return parse_log_line(DECISION_KIND, line)
 
 
 # -- a last check before committing ----------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""fast_forward_check (pure): the fast-forward job's live re-check, table-driven and property-based."""
+"""fast_forward/recheck.py (pure): the fast-forward job's live re-check, table-driven and property-based."""
 
 from __future__ import annotations
 
