@@ -488,7 +488,30 @@ def _with_timestamp_search(
     facts: list[PartitionFacts], client, tp: TopicPartition, s_start: int, s_end: int, *,
     active: str, standby: str, deadline: float, refine_window: int, mirror_writes_headers: bool, stats: ReadStats,
 ) -> list[PartitionFacts]:
-    # The record each group searches (as translate_by_timestamp will pick it).
+    searched = _searched_records(facts)
+    if not searched:
+        return facts
+    consumer: Consumer = client()  # created only when there is something to search
+    found = _search_offsets(consumer, tp, searched, deadline, stats)
+
+    end = s_end  # the reads stop at the last stable offset by themselves (module docstring)
+    reader = PartitionReader(
+        consumer, tp.topic, tp.partition, read_from=standby, peer=active, end=end, deadline=deadline, stats=stats
+    )
+    reads = _StandbyReads(reader, s_start, s_end, refine_window)
+    reads.read_windows(sorted({o for o in found.values() if o is not None and o < end}))
+    first = reads.read_first()
+    last = reads.read_last_when_needed(found)
+    stats.standby_records += reader.records
+    stats.standby_passes += reader.passes
+    return _with_timestamp_facts(
+        facts, searched, found, reads, first=first, last=last, mirror_writes_headers=mirror_writes_headers
+    )
+
+
+def _searched_records(facts: list[PartitionFacts]) -> dict[int, RecordFact]:
+    """The record each group searches (as translate_by_timestamp will pick it), by the group's index
+    in ``facts``; groups whose ``c`` is outside the active log, or with no such record, are left out."""
     searched: dict[int, RecordFact] = {}
     for i, f in enumerate(facts):
         if f.committed is None or not f.active_log_start <= f.committed <= f.active_log_end:
@@ -496,10 +519,14 @@ def _with_timestamp_search(
         record = f.usable_record_at_or_after() or f.last_processed_record()
         if record is not None:
             searched[i] = record
-    if not searched:
-        return facts
-    consumer: Consumer = client()  # created only when there is something to search
+    return searched
 
+
+def _search_offsets(
+    consumer: Consumer, tp: TopicPartition, searched: dict[int, RecordFact], deadline: float, stats: ReadStats
+) -> dict[int, int | None]:
+    """The standby's answer to ``offsets_for_times`` per distinct searched timestamp (None: no
+    record at or after it), asked in ascending timestamp order."""
     # offsets_for_times: one timestamp per partition per call, so one call per distinct timestamp.
     found: dict[int, int | None] = {}
     for ts in sorted({r.timestamp for r in searched.values()}):
@@ -513,60 +540,76 @@ def _with_timestamp_search(
         if answer.error is not None:
             raise KafkaException(answer.error)
         found[ts] = answer.offset if answer.offset >= 0 else None
+    return found
 
-    end = s_end  # the reads stop at the last stable offset by themselves (module docstring)
-    reader = PartitionReader(
-        consumer, tp.topic, tp.partition, read_from=standby, peer=active, end=end, deadline=deadline, stats=stats
-    )
 
-    # Forward windows: read each uncovered search result once, continuing the previous pass when the
-    # windows touch, so overlapping windows are read once.
-    read: list[RecordFact] = []  # sorted by offset, disjoint covered ranges
-    covered: list[tuple[int, int]] = []  # [from, to): every real record in it is in ``read``
+class _StandbyReads:
+    """The standby reads of one timestamp search, all with one reader: the forward windows from the
+    search results, then ``standby_first`` and ``standby_last``. Keeps what the windows read."""
 
-    def covered_to(offset: int) -> int | None:
-        for lo, hi in covered:
+    def __init__(self, reader: PartitionReader, s_start: int, s_end: int, refine_window: int):
+        self.reader = reader
+        self.s_start, self.s_end = s_start, s_end
+        self.refine_window = refine_window
+        self.records: list[RecordFact] = []  # sorted by offset, disjoint covered ranges
+        self.covered: list[tuple[int, int]] = []  # [from, to): every real record in it is in ``records``
+
+    def covered_to(self, offset: int) -> int | None:
+        for lo, hi in self.covered:
             if lo <= offset <= hi:
                 return hi
         return None
 
-    def window_from(o: int) -> list[RecordFact]:
-        i = bisect.bisect_left([r.offset for r in read], o)
-        return read[i:i + refine_window]
+    def window_from(self, o: int) -> list[RecordFact]:
+        i = bisect.bisect_left([r.offset for r in self.records], o)
+        return self.records[i:i + self.refine_window]
 
-    starts = sorted({o for o in found.values() if o is not None and o < end})
-    for o in starts:
-        o = max(o, s_start)
-        have = window_from(o)
-        hi = covered_to(o)
-        if hi is not None and (len(have) >= refine_window or hi >= reader.end):
-            continue
-        begin = hi if hi is not None else o
-        need = refine_window - len(have)
-        records, upto = reader.read(begin, stop=lambda offs, n=need: len(offs) >= n)
-        read = sorted({r.offset: r for r in read + records}.values(), key=lambda r: r.offset)
-        covered.append((o if hi is None else begin, upto))
-        covered = _merge(covered)
+    def window_empty(self, o: int | None) -> bool:
+        return o is not None and o < self.s_end and not self.window_from(max(o, self.s_start))
 
-    # standby_first: always (retention on the standby may have deleted the searched copy).
-    first_hi = covered_to(s_start)
-    if first_hi is not None and read and read[0].offset < first_hi:
-        first = read[0]  # the covered range starting at the log start holds the first record
-    else:
-        records, _ = reader.read(s_start, stop=lambda offs: bool(offs))
-        first = records[0] if records else None
-    # standby_last: when some search found nothing below the standby's log end, or only what is not
-    # a record (a search answered with a transaction marker stamped after the searched timestamp,
-    # with no real record after it: the forward window is empty).
-    def window_empty(o: int | None) -> bool:
-        return o is not None and o < s_end and not window_from(max(o, s_start))
+    def read_windows(self, starts: list[int]) -> None:
+        """Read the forward window from each search result in ``starts`` (ascending)."""
+        # Forward windows: read each uncovered search result once, continuing the previous pass when the
+        # windows touch, so overlapping windows are read once.
+        reader, refine_window = self.reader, self.refine_window
+        for o in starts:
+            o = max(o, self.s_start)
+            have = self.window_from(o)
+            hi = self.covered_to(o)
+            if hi is not None and (len(have) >= refine_window or hi >= reader.end):
+                continue
+            begin = hi if hi is not None else o
+            need = refine_window - len(have)
+            records, upto = reader.read(begin, stop=lambda offs, n=need: len(offs) >= n)
+            self.records = sorted({r.offset: r for r in self.records + records}.values(), key=lambda r: r.offset)
+            self.covered.append((o if hi is None else begin, upto))
+            self.covered = _merge(self.covered)
 
-    last = None
-    if any(o is None or o >= s_end or window_empty(o) for o in found.values()):
-        last = _read_last(reader, s_start, reader.end, refine_window)
-    stats.standby_records += reader.records
-    stats.standby_passes += reader.passes
+    def read_first(self) -> RecordFact | None:
+        """``standby_first``: the first real record of the standby's log, read unless a window holds it."""
+        # standby_first: always (retention on the standby may have deleted the searched copy).
+        first_hi = self.covered_to(self.s_start)
+        if first_hi is not None and self.records and self.records[0].offset < first_hi:
+            return self.records[0]  # the covered range starting at the log start holds the first record
+        records, _ = self.reader.read(self.s_start, stop=lambda offs: bool(offs))
+        return records[0] if records else None
 
+    def read_last_when_needed(self, found: dict[int, int | None]) -> RecordFact | None:
+        """``standby_last``, read only when a search result (``found``) needs it (else None)."""
+        # standby_last: when some search found nothing below the standby's log end, or only what is not
+        # a record (a search answered with a transaction marker stamped after the searched timestamp,
+        # with no real record after it: the forward window is empty).
+        if any(o is None or o >= self.s_end or self.window_empty(o) for o in found.values()):
+            return _read_last(self.reader, self.s_start, self.reader.end, self.refine_window)
+        return None
+
+
+def _with_timestamp_facts(
+    facts: list[PartitionFacts], searched: dict[int, RecordFact], found: dict[int, int | None],
+    reads: _StandbyReads, *, first: RecordFact | None, last: RecordFact | None, mirror_writes_headers: bool,
+) -> list[PartitionFacts]:
+    """``facts`` with the :class:`TimestampFacts` of each group that searched a record."""
+    s_start, s_end = reads.s_start, reads.s_end
     out = []
     for i, f in enumerate(facts):
         record = searched.get(i)
@@ -578,8 +621,8 @@ def _with_timestamp_search(
         tf = TimestampFacts(
             searched_offset=record.offset,
             search_offset=o,
-            standby_records=() if none else tuple(window_from(max(o, s_start))),
-            standby_last=last if none or window_empty(o) else None,
+            standby_records=() if none else tuple(reads.window_from(max(o, s_start))),
+            standby_last=last if none or reads.window_empty(o) else None,
             mirror_writes_headers=mirror_writes_headers,
             standby_first=first,
         )

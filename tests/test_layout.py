@@ -1,0 +1,141 @@
+"""The package's layout rules (ARCHITECTURE.md), read from the code's own imports: dependencies
+point one way (Dagster layer -> capabilities -> I/O -> rules), no SQL outside storage/, no private
+names imported across modules, the dev harness never imported by the product, a few flat modules."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "offset_pipeline"
+
+#: Room -> layer; a room may import rooms of a lower layer only (and itself). ARCHITECTURE.md.
+LAYERS = {
+    "translation": 0,
+    "settings": 1,
+    "kafka_io": 2, "storage": 2,
+    "sync": 3, "audit": 3, "monitoring": 3, "housekeeping": 3,
+    "fast_forward": 4,  # builds on the sync cycle's commit step
+    "resources": 5,
+    "assets": 6, "sensors": 6,
+    "definitions": 7,
+}
+PURE_ROOMS = {"translation"}
+THIRD_PARTY_IO = ("confluent_kafka", "pyspark", "dagster", "clickhouse_connect", "chdb", "pandas")
+SQL = re.compile(r"\b(SELECT\b.*\bFROM|INSERT INTO|ALTER TABLE|CREATE TABLE|DROP TABLE|OPTIMIZE TABLE)\b", re.S)
+
+
+def modules() -> list[tuple[str, Path, ast.Module]]:
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        out.append((name, path, ast.parse(path.read_text(), filename=str(path))))
+    return out
+
+
+def room(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "offset_pipeline" or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def imported(module: str, tree: ast.Module) -> list[tuple[str, list[str]]]:
+    """(module imported, names taken) for every import; relative imports resolved."""
+    out = []
+    package = module.rsplit(".", 1)[0] if not module.endswith("__init__") else module.removesuffix(".__init__")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            if base == "__future__":
+                continue
+            names = [a.name for a in node.names]
+            out.append((base, names))
+            # `from offset_pipeline import cycle_carry`-style: the names are modules
+            out += [(f"{base}.{n}", []) for n in names if room(f"{base}.{n}") and base.count(".") < 1]
+    return out
+
+
+def test_every_room_has_a_layer():
+    rooms = {room(name) for name, _, _ in modules()} - {"__init__"}
+    assert rooms <= set(LAYERS), f"rooms without a layer (add them to LAYERS and ARCHITECTURE.md): {rooms - set(LAYERS)}"
+
+
+def test_dependencies_point_one_way():
+    wrong = []
+    for name, _, tree in modules():
+        source = room(name)
+        if source in (None, "__init__"):
+            continue
+        for target_module, _ in imported(name, tree):
+            target = room(target_module)
+            if target is None or target == source or target == "__init__":
+                continue
+            if LAYERS[target] >= LAYERS[source]:
+                wrong.append(f"{name} -> {target_module} ({source} layer {LAYERS[source]}, {target} {LAYERS[target]})")
+    assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
+
+
+def test_the_product_never_imports_the_harness_or_the_tests():
+    wrong = [f"{name} -> {target}" for name, _, tree in modules() for target, _ in imported(name, tree)
+             if target.split(".")[0] in ("devstack", "bench", "tests")]
+    assert not wrong, wrong
+
+
+def test_the_rules_import_no_io_library():
+    wrong = [f"{name} -> {target}" for name, _, tree in modules() if room(name) in PURE_ROOMS
+             for target, _ in imported(name, tree) if target.split(".")[0] in THIRD_PARTY_IO]
+    assert not wrong, wrong
+
+
+def test_no_sql_outside_storage():
+    wrong = []
+    for name, path, tree in modules():
+        if room(name) == "storage":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in ("query", "command", "insert") and isinstance(node.func.value, ast.Name) and \
+                    node.func.value.id in ("client", "clickhouse"):
+                wrong.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.func.value.id}.{node.func.attr}(...)")
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL.search(node.value):
+                wrong.append(f"{path.relative_to(REPO)}:{node.lineno}: SQL text {node.value[:60]!r}")
+    assert not wrong, "SQL outside storage/:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("folder", ["offset_pipeline", "devstack", "bench", "tests"])
+def test_no_private_name_is_imported_across_modules(folder):
+    wrong = []
+    for path in sorted((REPO / folder).rglob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                if private:
+                    wrong.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.module} {private}")
+    assert not wrong, wrong
+
+
+def test_few_flat_modules():
+    flat = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(flat) <= 5, flat
+
+
+def test_the_sql_check_can_fail(tmp_path):
+    # the checks above read real code; make sure the detectors see what they are meant to see
+    tree = ast.parse('Q = "SELECT a FROM t WHERE x = 1"\nclient.query(Q)\n')
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    assert calls and calls[0].func.attr == "query"
+    assert SQL.search("SELECT a FROM t")
+    assert imported("offset_pipeline.sync.x", ast.parse("from ..storage import snapshots")) == \
+        [("offset_pipeline.storage", ["snapshots"])]
