@@ -51,7 +51,10 @@ exactly-once mirror.
 
 from __future__ import annotations
 
-from .facts import PartitionFacts, RecordFact, TimestampType
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from .facts import PartitionFacts, RecordFact, TimestampFacts, TimestampType
 from .result import Strategy, TranslationResult, TranslationStatus
 
 
@@ -63,50 +66,107 @@ def _missing_copy_status(facts: PartitionFacts) -> TranslationStatus:
     return TranslationStatus.COPY_MISSING_ON_STANDBY
 
 
-def translate_by_timestamp(facts: PartitionFacts) -> TranslationResult:
-    """Translate ``facts.committed`` by timestamp search plus header refinement."""
-    c = facts.committed
-    if c is None:
-        raise ValueError("translate_by_timestamp needs a committed offset")
-    active, standby = facts.active, facts.standby
-    common = dict(
-        group_id=facts.group_id, topic=facts.topic, partition=facts.partition, active=active, standby=standby,
-        committed=c, standby_committed=facts.standby_committed,
+def _result_fields(facts: PartitionFacts) -> dict[str, Any]:
+    """The fields every result for this group-partition carries, translated or not."""
+    return dict(
+        group_id=facts.group_id, topic=facts.topic, partition=facts.partition, active=facts.active,
+        standby=facts.standby, committed=facts.committed, standby_committed=facts.standby_committed,
     )
 
-    def fail(status: TranslationStatus, reason: str, inversion: bool = False) -> TranslationResult:
-        return TranslationResult(
-            strategy=None, standby_offset=None, status=status, reason=reason, timestamp_inversion=inversion, **common
-        )
 
+def _fail(
+    facts: PartitionFacts, status: TranslationStatus, reason: str, inversion: bool = False
+) -> TranslationResult:
+    """A result with no standby offset: nothing may be committed."""
+    return TranslationResult(
+        strategy=None, standby_offset=None, status=status, reason=reason, timestamp_inversion=inversion,
+        **_result_fields(facts),
+    )
+
+
+@dataclass(frozen=True)
+class _Search:
+    """The searched active record ``a`` (timestamp ``ts``) and what every later step needs with it."""
+
+    facts: PartitionFacts
+    tf: TimestampFacts
+    a: int
+    ts: int
+    caught_up: bool  # a is the last processed record, not the first record at or after c
+    head: str  # the reason's opening, naming the searched record
+
+
+class _StandbyReads(NamedTuple):
+    """The standby records read for the search, restricted to the standby's current log."""
+
+    window: list[RecordFact]  # real records from the search result on, by offset
+    nothing_after: bool  # no real record at or after the search result
+    last: RecordFact | None  # the standby's last real record, only when nothing_after
+    first: RecordFact | None  # the standby's first retained real record
+
+
+class _Refinement(NamedTuple):
+    """Where the header refinement left ``t``."""
+
+    t: int
+    exact: bool  # t is at (or just past, caught up) the copy of a
+    progressed: int  # processed copies moved past
+    note: str
+
+
+def _refuse_unsearchable(facts: PartitionFacts) -> TranslationResult | None:
+    """A refusal when the timestamp search does not apply to the partition or was not read."""
+    active, standby = facts.active, facts.standby
     if not facts.shape.allows_timestamp_search(active):
-        return fail(
+        return _fail(
+            facts,
             TranslationStatus.NOT_APPLICABLE,
             f"timestamp search needs a one-way topic produced on {active}; shape is {facts.shape.value}",
         )
     if facts.standby_timestamp_type is TimestampType.LOG_APPEND_TIME:
-        return fail(
+        return _fail(
+            facts,
             TranslationStatus.LOG_APPEND_TIME_ON_STANDBY,
             f"{standby} stamps {facts.topic} with LogAppendTime: copies do not keep {active}'s timestamps",
         )
-    tf = facts.timestamp
-    if tf is None:
-        return fail(TranslationStatus.NOT_APPLICABLE, "no timestamp search was read for this partition")
+    if facts.timestamp is None:
+        return _fail(facts, TranslationStatus.NOT_APPLICABLE, "no timestamp search was read for this partition")
+    return None
 
+
+def _find_searched_record(facts: PartitionFacts, tf: TimestampFacts) -> _Search | TranslationResult:
+    """The active record whose timestamp is searched (the first real record at or after c, else the
+    last processed one), checked against the record the search was actually run for."""
+    c, active = facts.committed, facts.active
     at = facts.usable_record_at_or_after()
     caught_up = at is None
     searched = at if at is not None else facts.last_processed_record()
     if searched is None:
-        return fail(TranslationStatus.NO_ANCHOR, f"no real record at or below c={c} in the read window to search")
+        return _fail(
+            facts, TranslationStatus.NO_ANCHOR, f"no real record at or below c={c} in the read window to search"
+        )
     if tf.searched_offset != searched.offset:
-        return fail(
+        return _fail(
+            facts,
             TranslationStatus.INCONSISTENT_FACTS,
             f"the search used {active}:{tf.searched_offset} but the record to translate is {active}:{searched.offset}",
         )
     a, ts = searched.offset, searched.timestamp
     what = "last processed record" if caught_up else "first real record at or after c"
-    head = f"{what} {active}:{a} ts={ts}"
+    return _Search(facts, tf, a, ts, caught_up, head=f"{what} {active}:{a} ts={ts}")
 
+
+def _in_standby_log(facts: PartitionFacts, record: RecordFact | None) -> RecordFact | None:
+    """``record`` if it lies inside the standby's current log, else None."""
+    if record is not None and not (facts.standby_log_start <= record.offset < facts.standby_log_end):
+        return None
+    return record
+
+
+def _read_standby(s: _Search) -> _StandbyReads:
+    """The window after the search result (deduplicated, sorted, inside the standby log), and the
+    standby's last and first real records where they are usable."""
+    facts, tf = s.facts, s.tf
     search_none = tf.search_offset is None or tf.search_offset >= facts.standby_log_end
     window: list[RecordFact] = [] if search_none else sorted(
         {
@@ -120,78 +180,104 @@ def translate_by_timestamp(facts: PartitionFacts) -> TranslationResult:
     # ts, or the search was answered with a transaction marker (stamped when the mirror committed,
     # after ts) that no real record follows. Then the standby's last record decides.
     nothing_after = search_none or (not window and tf.standby_last is not None)
-    last = tf.standby_last if nothing_after else None
-    if last is not None and not (facts.standby_log_start <= last.offset < facts.standby_log_end):
-        last = None
-    first = tf.standby_first
-    if first is not None and not (facts.standby_log_start <= first.offset < facts.standby_log_end):
-        first = None
+    last = _in_standby_log(facts, tf.standby_last if nothing_after else None)
+    first = _in_standby_log(facts, tf.standby_first)
+    return _StandbyReads(window, nothing_after, last, first)
 
-    trust_headers = tf.mirror_writes_headers
-    if trust_headers:
-        seen = window + [r for r in (last, first) if r is not None]
-        odd = next((r for r in seen if r.copy_of(active) is None), None)
-        if odd is not None:
-            return fail(
-                TranslationStatus.SHAPE_CONFLICT,
-                f"{standby}:{odd.offset} ({odd.origin}) is not a copy from {active}, and the mirror marks every "
-                f"copy: records are produced on {standby}, the topic is not one-way",
-            )
-        # Retention on the standby: its first retained record must not copy a record after a, or
-        # the copy of a is gone and records before the search result may be unprocessed.
-        if first is None and facts.standby_log_start > 0 and (window or last):
-            return fail(
-                TranslationStatus.INCONSISTENT_FACTS,
-                f"{standby} deleted records (log start {facts.standby_log_start}) and its first retained record was "
-                f"not read: cannot rule out that the copy of {active}:{a} is gone",
-            )
-        if first is None and facts.standby_log_start > 0:
-            return fail(
-                TranslationStatus.STANDBY_RECORDS_DELETED,
-                f"{head}: {standby} deleted records (log start {facts.standby_log_start}) and holds no record now: "
-                f"the copy of {active}:{a} is gone or not there yet",
-            )
-        h0 = first.copy_of(active) if first is not None else None
-        if h0 is not None and h0 > a:
-            return fail(
-                _missing_copy_status(facts),
-                f"{head}: {standby}'s first retained record {standby}:{first.offset} copies the later {active}:{h0}: "
-                f"the copy of {active}:{a} is gone (log start {facts.standby_log_start}); the group lags past "
-                f"{standby}'s retention",
-            )
 
-    # -- the standby has no real record with a timestamp >= ts -------------------------------
-    if nothing_after:
-        h = last.copy_of(active) if last is not None and trust_headers else None
-        if last is None or h is None:
-            return fail(
-                TranslationStatus.NOT_YET_MIRRORED,
-                f"{head}: no record on {standby} has a timestamp >= ts and its last record "
-                f"{'is missing' if last is None else 'proves nothing (no trusted header)'}: the copy is not there yet",
-            )
-        if h == a:
-            return fail(
-                TranslationStatus.INCONSISTENT_FACTS,
-                f"{head}: no record on {standby} has a timestamp >= ts, yet its last record {standby}:{last.offset} "
-                f"is the copy of {active}:{a} (timestamps not preserved?)",
-            )
-        if h > a:
-            return fail(
-                _missing_copy_status(facts),
-                f"{head}: no record on {standby} has a timestamp >= ts and its last record {standby}:{last.offset} "
-                f"copies the later {active}:{h}: the copy of {active}:{a} is not on {standby} "
-                f"({standby} log start {facts.standby_log_start})",
-            )
-        t = last.offset + 1
-        return TranslationResult(
-            strategy=Strategy.TIMESTAMP_SEARCH, standby_offset=t, status=TranslationStatus.TIMESTAMP_SEARCH,
-            reason=f"{head}: not on {standby} yet; its last record {standby}:{last.offset} copies {active}:{h} < {a}: "
-                   f"t = {t}",
-            expected_duplicates=None if caught_up else 0, **common,
+def _refuse_records_not_copied(s: _Search, reads: _StandbyReads) -> TranslationResult | None:
+    """With a header-writing mirror: a shape conflict when any standby record read is not a copy
+    from the active cluster."""
+    active, standby = s.facts.active, s.facts.standby
+    seen = reads.window + [r for r in (reads.last, reads.first) if r is not None]
+    odd = next((r for r in seen if r.copy_of(active) is None), None)
+    if odd is not None:
+        return _fail(
+            s.facts,
+            TranslationStatus.SHAPE_CONFLICT,
+            f"{standby}:{odd.offset} ({odd.origin}) is not a copy from {active}, and the mirror marks every "
+            f"copy: records are produced on {standby}, the topic is not one-way",
         )
+    return None
 
-    o = tf.search_offset
-    inversion = bool(window) and window[0].timestamp > ts
+
+def _refuse_copy_lost_to_retention(s: _Search, reads: _StandbyReads) -> TranslationResult | None:
+    """With a header-writing mirror: a refusal when the standby's retention may have deleted the
+    copy of a."""
+    facts, a, head, first = s.facts, s.a, s.head, reads.first
+    active, standby = facts.active, facts.standby
+    # Retention on the standby: its first retained record must not copy a record after a, or
+    # the copy of a is gone and records before the search result may be unprocessed.
+    if first is None and facts.standby_log_start > 0 and (reads.window or reads.last):
+        return _fail(
+            facts,
+            TranslationStatus.INCONSISTENT_FACTS,
+            f"{standby} deleted records (log start {facts.standby_log_start}) and its first retained record was "
+            f"not read: cannot rule out that the copy of {active}:{a} is gone",
+        )
+    if first is None and facts.standby_log_start > 0:
+        return _fail(
+            facts,
+            TranslationStatus.STANDBY_RECORDS_DELETED,
+            f"{head}: {standby} deleted records (log start {facts.standby_log_start}) and holds no record now: "
+            f"the copy of {active}:{a} is gone or not there yet",
+        )
+    h0 = first.copy_of(active) if first is not None else None
+    if h0 is not None and h0 > a:
+        return _fail(
+            facts,
+            _missing_copy_status(facts),
+            f"{head}: {standby}'s first retained record {standby}:{first.offset} copies the later {active}:{h0}: "
+            f"the copy of {active}:{a} is gone (log start {facts.standby_log_start}); the group lags past "
+            f"{standby}'s retention",
+        )
+    return None
+
+
+def _translate_from_standby_last(s: _Search, last: RecordFact | None, trust_headers: bool) -> TranslationResult:
+    """The standby has no real record with a timestamp >= ts: its last record decides, t = its
+    offset + 1 when it is a trusted copy of a record before a."""
+    facts, a, head = s.facts, s.a, s.head
+    active, standby = facts.active, facts.standby
+    h = last.copy_of(active) if last is not None and trust_headers else None
+    if last is None or h is None:
+        return _fail(
+            facts,
+            TranslationStatus.NOT_YET_MIRRORED,
+            f"{head}: no record on {standby} has a timestamp >= ts and its last record "
+            f"{'is missing' if last is None else 'proves nothing (no trusted header)'}: the copy is not there yet",
+        )
+    if h == a:
+        return _fail(
+            facts,
+            TranslationStatus.INCONSISTENT_FACTS,
+            f"{head}: no record on {standby} has a timestamp >= ts, yet its last record {standby}:{last.offset} "
+            f"is the copy of {active}:{a} (timestamps not preserved?)",
+        )
+    if h > a:
+        return _fail(
+            facts,
+            _missing_copy_status(facts),
+            f"{head}: no record on {standby} has a timestamp >= ts and its last record {standby}:{last.offset} "
+            f"copies the later {active}:{h}: the copy of {active}:{a} is not on {standby} "
+            f"({standby} log start {facts.standby_log_start})",
+        )
+    t = last.offset + 1
+    return TranslationResult(
+        strategy=Strategy.TIMESTAMP_SEARCH, standby_offset=t, status=TranslationStatus.TIMESTAMP_SEARCH,
+        reason=f"{head}: not on {standby} yet; its last record {standby}:{last.offset} copies {active}:{h} < {a}: "
+               f"t = {t}",
+        expected_duplicates=None if s.caught_up else 0, **_result_fields(facts),
+    )
+
+
+def _refine_by_headers(
+    s: _Search, o: int, window: list[RecordFact], trust_headers: bool, inversion: bool
+) -> _Refinement | TranslationResult:
+    """Move t from the search result ``o`` past the window's copies of records before a, up to the
+    copy of a; a refusal when the window starts with a copy of a record after a."""
+    facts, a, head = s.facts, s.a, s.head
+    active, standby = facts.active, facts.standby
     t = o
     exact = False
     progressed = 0
@@ -204,12 +290,13 @@ def translate_by_timestamp(facts: PartitionFacts) -> TranslationResult:
             progressed += 1
             continue
         if h == a:
-            t = record.offset + 1 if caught_up else record.offset
+            t = record.offset + 1 if s.caught_up else record.offset
             exact = True
             note = f"landed on the copy {standby}:{record.offset}"
             break
         if progressed == 0:
-            return fail(
+            return _fail(
+                facts,
                 _missing_copy_status(facts),
                 f"{head}: offsets_for_times gave {o}, whose record {standby}:{record.offset} copies the later "
                 f"{active}:{h}: the copy of {active}:{a} is not at or after {o} "
@@ -223,17 +310,55 @@ def translate_by_timestamp(facts: PartitionFacts) -> TranslationResult:
             note = "the mirror writes no origin headers: unrefined"
         elif window:
             note = f"window of {len(window)} records ended before the copy"
+    return _Refinement(t, exact, progressed, note)
 
+
+def _translate_from_search_result(s: _Search, window: list[RecordFact], trust_headers: bool) -> TranslationResult:
+    """The standby has real records from the search result on: t = the search result, refined by
+    headers, refused when it falls below the standby's log start."""
+    facts, standby = s.facts, s.facts.standby
+    o = s.tf.search_offset  # not None: nothing_after covers a missing search result
+    inversion = bool(window) and window[0].timestamp > s.ts
+    refined = _refine_by_headers(s, o, window, trust_headers, inversion)
+    if isinstance(refined, TranslationResult):
+        return refined
+    t, exact, progressed, note = refined
     if t < facts.standby_log_start:
-        return fail(
+        return _fail(
+            facts,
             TranslationStatus.STANDBY_RECORDS_DELETED,
-            f"{head}: search result {t} is below {standby}'s log start {facts.standby_log_start}",
+            f"{s.head}: search result {t} is below {standby}'s log start {facts.standby_log_start}",
             inversion,
         )
     status = TranslationStatus.TIMESTAMP_EXACT if exact else TranslationStatus.TIMESTAMP_SEARCH
-    reason = f"{head}: offsets_for_times gave {o}" + (" (timestamp inversion)" if inversion else "")
+    reason = f"{s.head}: offsets_for_times gave {o}" + (" (timestamp inversion)" if inversion else "")
     reason += f"; refined past {progressed} processed copies; {note}: t = {t}"
     return TranslationResult(
         strategy=Strategy.TIMESTAMP_SEARCH, standby_offset=t, status=status, reason=reason,
-        expected_duplicates=0 if exact else None, timestamp_inversion=inversion, **common,
+        expected_duplicates=0 if exact else None, timestamp_inversion=inversion, **_result_fields(facts),
     )
+
+
+def translate_by_timestamp(facts: PartitionFacts) -> TranslationResult:
+    """Translate ``facts.committed`` by timestamp search plus header refinement."""
+    if facts.committed is None:
+        raise ValueError("translate_by_timestamp needs a committed offset")
+    refusal = _refuse_unsearchable(facts)
+    if refusal is not None:
+        return refusal
+    search = _find_searched_record(facts, facts.timestamp)  # not None: _refuse_unsearchable refused that
+    if isinstance(search, TranslationResult):
+        return search
+
+    reads = _read_standby(search)
+    trust_headers = search.tf.mirror_writes_headers
+    if trust_headers:
+        refusal = _refuse_records_not_copied(search, reads)
+        if refusal is None:
+            refusal = _refuse_copy_lost_to_retention(search, reads)
+        if refusal is not None:
+            return refusal
+
+    if reads.nothing_after:
+        return _translate_from_standby_last(search, reads.last, trust_headers)
+    return _translate_from_search_result(search, reads.window, trust_headers)
