@@ -28,7 +28,7 @@ from offset_pipeline.sync.commit_rules import (
     offsets_to_commit,
     plan_standby_commits,
 )
-from offset_pipeline.kafka_io.standby_groups import TP
+from offset_pipeline.kafka_io.standby_groups import TP, LiveGroupState
 from offset_pipeline.kafka_io.group_commits import GroupCommitWrite
 from offset_pipeline.kafka_io.group_io import DirectGroupIO, GroupIOError
 from offset_pipeline.storage.commits import CommitRow
@@ -149,68 +149,124 @@ def commit_group(
         commits = undecided_commits(rows)
         return commits, [_row(c, by_source[(c.topic, c.partition)], cycle) for c in commits]
 
-    def failed(error: str) -> tuple[list[StandbyCommit], list[CommitRow]]:
-        commits = [_unplanned(r, CommitDecision.FAILED, f"nothing planned or written: {error}") for r in rows]
-        return commits, [_row(c, by_source[(c.topic, c.partition)], cycle, error=error) for c in commits]
-
-    if len(by_source) != len(rows):
-        return failed("a partition appears twice in the group's translation rows")
-    if len(directions) > 1:
-        return failed(f"rows of one group with different directions: {sorted(directions)}")
+    refused = _refusal_before_kafka(rows, by_source, directions, clusters, unreachable)
+    if refused is not None:
+        return _failed_group(rows, by_source, cycle, refused)
     [(active, standby)] = directions
-    if active not in clusters or standby not in clusters:
-        return failed(f"no Kafka resource for {active} or {standby}")
-    down = [name for name in (active, standby) if name in unreachable]
-    if down:
-        return failed(f"{down[0]} did not answer earlier in this cycle: {unreachable[down[0]]}")
-
     try:
         results = [r.result() for r in rows]
     except ValueError as exc:
-        return failed(f"a translation row is inconsistent: {exc}")
+        return _failed_group(rows, by_source, cycle, f"a translation row is inconsistent: {exc}")
     partitions = sorted(by_source)
     io = io if io is not None else DirectGroupIO(clusters, admins)
-    reading = active
-    try:
-        active_members = io.member_count(active, group_id, cycle.timeout_s)
-        reading = standby
-        live = io.live_state(standby, group_id, partitions, cycle.timeout_s)
-    except GroupIOError as exc:  # any failure is this group's, recorded on its rows
-        error = f"re-reading the group on {reading} failed: {exc}"
-        if exc.unreachable:
-            unreachable[reading] = error
-        return failed(error)
+    read = _reread_group(io, active, standby, group_id, partitions, cycle.timeout_s, unreachable)
+    if isinstance(read, str):
+        return _failed_group(rows, by_source, cycle, read)
+    active_members, live = read
 
-    try:
-        plan = plan_standby_commits(
-            results,
-            StandbyGroupState(group_id, standby, live.member_count, live.committed),
-            active_member_count=active_members,
-            active_reset=active_reset(rows, active_before),
-            dry_run=cycle.dry_run,
-            safe_bounds={r.tp: r.safe_bound for r in rows},
-        )
-    except ValueError as exc:  # caller bugs (a partition twice, ...): this group's, not the cycle's
-        return failed(f"planning refused the rows: {exc}")
+    plan = _plan_group(rows, results, group_id, standby, live, active_members, active_before, cycle.dry_run)
+    if isinstance(plan, str):
+        return _failed_group(rows, by_source, cycle, plan)
     offsets = offsets_to_commit(plan)
     write: GroupCommitWrite | None = None
     if offsets and not cycle.dry_run:
         try:
-            write = io.commit(standby, group_id, offsets, partitions, cycle.timeout_s)
+            write = _apply_commit(io, standby, group_id, offsets, partitions, cycle.timeout_s, unreachable)
         except GroupIOError as exc:  # recorded, not raised
-            # In this process only a client that cannot be created raises (no request was sent); a
-            # client process that died or hung may have sent the one commit request, applied whole
-            # or not at all: the next cycle re-reads the group either way.
-            error = (f"committing on {standby} failed, the group is at its old or its new offsets: {exc}"
-                     if exc.unreachable else f"committing on {standby} failed before any request: {exc}")
-            if exc.unreachable:
-                unreachable.setdefault(standby, error)
-            known = {} if exc.unreachable else live.committed  # after a lost answer the offsets are unknown
-            return plan, [_row(c, by_source[(c.topic, c.partition)], cycle, error=error if c.decision.writes else None,
-                               committed_after=known.get((c.topic, c.partition))) for c in plan]
-        if write.call_error and write.reread_error and not write.applied:
-            unreachable.setdefault(standby, write.call_error)
+            return plan, _commit_failure_rows(plan, exc, standby, live, by_source, cycle, unreachable)
+    return plan, _stored_rows(plan, write, live, by_source, cycle)
 
+
+def _failed_group(rows: list[TranslatedRow], by_source: Mapping[TP, TranslatedRow], cycle: CycleContext,
+                  error: str) -> tuple[list[StandbyCommit], list[CommitRow]]:
+    """Every row of the group ``failed`` with ``error``: nothing planned or written."""
+    commits = [_unplanned(r, CommitDecision.FAILED, f"nothing planned or written: {error}") for r in rows]
+    return commits, [_row(c, by_source[(c.topic, c.partition)], cycle, error=error) for c in commits]
+
+
+def _refusal_before_kafka(rows: list[TranslatedRow], by_source: Mapping[TP, TranslatedRow],
+                          directions: set[tuple[str, str]], clusters: Mapping[str, object],
+                          unreachable: Mapping[str, str]) -> str | None:
+    """Why the group fails before any Kafka call (bad rows, no resource, a cluster already found
+    down), or None when it can be re-read."""
+    if len(by_source) != len(rows):
+        return "a partition appears twice in the group's translation rows"
+    if len(directions) > 1:
+        return f"rows of one group with different directions: {sorted(directions)}"
+    [(active, standby)] = directions
+    if active not in clusters or standby not in clusters:
+        return f"no Kafka resource for {active} or {standby}"
+    down = [name for name in (active, standby) if name in unreachable]
+    if down:
+        return f"{down[0]} did not answer earlier in this cycle: {unreachable[down[0]]}"
+    return None
+
+
+def _reread_group(io, active: str, standby: str, group_id: str, partitions: list[TP], timeout_s: float,
+                  unreachable: MutableMapping[str, str]) -> tuple[int, LiveGroupState] | str:
+    """The active cluster's member count, then the standby group's live state (members, committed
+    offsets), or the error of the call that failed."""
+    reading = active
+    try:
+        active_members = io.member_count(active, group_id, timeout_s)
+        reading = standby
+        live = io.live_state(standby, group_id, partitions, timeout_s)
+    except GroupIOError as exc:  # any failure is this group's, recorded on its rows
+        error = f"re-reading the group on {reading} failed: {exc}"
+        if exc.unreachable:
+            unreachable[reading] = error
+        return error
+    return active_members, live
+
+
+def _plan_group(rows: list[TranslatedRow], results: list[TranslationResult], group_id: str, standby: str,
+                live: LiveGroupState, active_members: int, active_before: Mapping[TP, int] | None,
+                dry_run: bool) -> list[StandbyCommit] | str:
+    """:func:`plan_standby_commits` on the re-read state with each partition's safe bound, or why it
+    refused the rows."""
+    try:
+        return plan_standby_commits(
+            results,
+            StandbyGroupState(group_id, standby, live.member_count, live.committed),
+            active_member_count=active_members,
+            active_reset=active_reset(rows, active_before),
+            dry_run=dry_run,
+            safe_bounds={r.tp: r.safe_bound for r in rows},
+        )
+    except ValueError as exc:  # caller bugs (a partition twice, ...): this group's, not the cycle's
+        return f"planning refused the rows: {exc}"
+
+
+def _apply_commit(io, standby: str, group_id: str, offsets: Mapping[TP, int], partitions: list[TP],
+                  timeout_s: float, unreachable: MutableMapping[str, str]) -> GroupCommitWrite:
+    """The ONE commit call, with the group's partitions read back after it (raises
+    :class:`GroupIOError` as ``io.commit`` does)."""
+    write = io.commit(standby, group_id, offsets, partitions, timeout_s)
+    if write.call_error and write.reread_error and not write.applied:
+        unreachable.setdefault(standby, write.call_error)
+    return write
+
+
+def _commit_failure_rows(plan: list[StandbyCommit], exc: GroupIOError, standby: str, live: LiveGroupState,
+                         by_source: Mapping[TP, TranslatedRow], cycle: CycleContext,
+                         unreachable: MutableMapping[str, str]) -> list[CommitRow]:
+    """The plan's rows when the commit call raised: its error on the rows it was to write."""
+    # In this process only a client that cannot be created raises (no request was sent); a
+    # client process that died or hung may have sent the one commit request, applied whole
+    # or not at all: the next cycle re-reads the group either way.
+    error = (f"committing on {standby} failed, the group is at its old or its new offsets: {exc}"
+             if exc.unreachable else f"committing on {standby} failed before any request: {exc}")
+    if exc.unreachable:
+        unreachable.setdefault(standby, error)
+    known = {} if exc.unreachable else live.committed  # after a lost answer the offsets are unknown
+    return [_row(c, by_source[(c.topic, c.partition)], cycle, error=error if c.decision.writes else None,
+                 committed_after=known.get((c.topic, c.partition))) for c in plan]
+
+
+def _stored_rows(plan: list[StandbyCommit], write: GroupCommitWrite | None, live: LiveGroupState,
+                 by_source: Mapping[TP, TranslatedRow], cycle: CycleContext) -> list[CommitRow]:
+    """One row per planned commit: the re-read offsets when nothing was written (a dry run, nothing
+    to write), else what the commit applied and read back."""
     stored = []
     for commit in plan:
         tp = (commit.topic, commit.partition)
@@ -226,4 +282,4 @@ def commit_group(
             commit, by_source[tp], cycle, applied=written is not None and written.applied, error=error,
             committed_after=after,
         ))
-    return plan, stored
+    return stored
