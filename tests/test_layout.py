@@ -139,3 +139,15 @@ def test_the_sql_check_can_fail(tmp_path):
     assert SQL.search("SELECT a FROM t")
     assert imported("offset_pipeline.sync.x", ast.parse("from ..storage import snapshots")) == \
         [("offset_pipeline.storage", ["snapshots"])]
+
+
+def test_the_wheel_holds_the_product_only():
+    import tomllib
+
+    from setuptools import find_packages
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    packages = find_packages(where=str(REPO), include=config["include"])
+    assert "offset_pipeline" in packages
+    assert not [p for p in packages if not p.startswith("offset_pipeline")], packages
+    assert "package-data" not in config and "devstack" not in str(config)
