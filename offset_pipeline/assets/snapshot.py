@@ -14,24 +14,21 @@ clusters and counts the groups and partitions whose facts are missing.
 
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import dagster as dg
 from pydantic import Field
 
-from offset_pipeline.kafka_io.cluster_snapshot import ClusterRanges, cluster_groups, cluster_ranges
-from offset_pipeline.kafka_io.group_offsets import DEFAULT_GROUP_EXCLUDE, GroupFilter, describe_error
-from offset_pipeline.kafka_io.isolated import IsolatedCalls
+from offset_pipeline.kafka_io.group_offsets import DEFAULT_GROUP_EXCLUDE, GroupFilter
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.settings import kafka_timeout_s
-from offset_pipeline.sync.snapshot_rows import build_snapshot_rows, involved_partitions
-from offset_pipeline.sync import cycle_carry
 from offset_pipeline.storage import snapshots
-from offset_pipeline.storage.deferred_writes import open_writer
+from offset_pipeline.storage.deferred_writes import WriteOutcome, open_writer
+from offset_pipeline.storage.snapshots import SnapshotRow
+from offset_pipeline.sync import cycle_carry
+from offset_pipeline.sync.snapshot_step import ClusterReads, UnreadFacts, read_clusters, unread_facts
 
 CLUSTERS_READABLE_CHECK = "clusters_readable"
 SNAPSHOT_ROWS = "snapshot_rows"  # cycle_carry key: this run's SnapshotRow list
-CHILD_START_S = 30.0  # beyond the Kafka bound: starting the child process that reads a cluster
 
 
 class SnapshotConfig(dg.Config):
@@ -64,106 +61,78 @@ def offset_snapshot(
     snapshot_time_ms = int(time.time() * 1000)
     group_filter = GroupFilter(config.group_include, config.group_exclude)
     clusters = {resource.cluster_name: resource for resource in (idc1, idc2)}
-    timeout_s = config.kafka_timeout_s
-
-    # Each cluster's reads in a child process of its own (kafka_io/isolated.py): librdkafka can
-    # abort its process when admin requests time out around a broker restart; so it costs only that
-    # cluster's facts. Both clusters are read at once.
-    groups, unavailable, ranges, timestamp_types, range_errors = {}, {}, {}, {}, {}
-    calls = {name: IsolatedCalls(name) for name in clusters}
-    try:
-        def read_groups_of(name: str):
-            try:
-                return calls[name].call(cluster_groups, clusters[name].admin_config(), name, group_filter, timeout_s,
-                                        timeout_s=timeout_s + CHILD_START_S)
-            except Exception as exc:  # noqa: BLE001 - this cluster's facts are unknown; the other's are not
-                return exc
-
-        with ThreadPoolExecutor(max_workers=len(clusters), thread_name_prefix="offset-snapshot") as pool:
-            for name, result in zip(clusters, pool.map(read_groups_of, clusters)):
-                if isinstance(result, Exception):
-                    groups[name] = []
-                    unavailable[name] = f"listing consumer groups on {name} failed: {describe_error(result)}"
-                else:
-                    groups[name] = result
-            partitions = sorted(involved_partitions(g for states in groups.values() for g in states))
-
-            def read_ranges_of(name: str):
-                try:
-                    # three bounded requests: metadata, offsets (one deadline), topic configs
-                    return calls[name].call(cluster_ranges, clusters[name].admin_config(), name, partitions, timeout_s,
-                                            timeout_s=3 * timeout_s + CHILD_START_S)
-                except Exception as exc:  # noqa: BLE001 - no log range of this cluster is known
-                    return ClusterRanges(unavailable=f"reading topic metadata on {name} failed: {describe_error(exc)}")
-
-            readable = [name for name in clusters if name not in unavailable]
-            for name, result in zip(readable, pool.map(read_ranges_of, readable)):
-                if result.unavailable:
-                    unavailable[name] = result.unavailable
-                    groups[name] = []
-                    continue
-                ranges[name] = result.ranges
-                timestamp_types[name] = result.timestamp_types
-                range_errors[name] = result.errors
-    finally:
-        for c in calls.values():
-            c.close()
+    # A child process per cluster, both at once (sync/snapshot_step.py): a cluster that cannot be
+    # read is named in reads.unavailable, never an exception.
+    reads = read_clusters({name: resource.admin_config for name, resource in clusters.items()},
+                          group_filter, config.kafka_timeout_s)
     kafka_s = time.monotonic() - started
 
-    rows = build_snapshot_rows(
-        context.run.run_id, snapshot_time_ms, groups, ranges, timestamp_types,
-        unavailable=unavailable, range_errors=range_errors,
-    )
-    cycle_carry.put(context.run.run_id, SNAPSHOT_ROWS, rows)  # the next steps read them from here
+    run_id = context.run.run_id
+    rows = reads.rows(run_id, snapshot_time_ms)
+    cycle_carry.put(run_id, SNAPSHOT_ROWS, rows)  # the next steps read them from here
     writer = open_writer(clickhouse, snapshots.ensure_table)
     written = snapshots.insert_rows(writer, rows)
-    if writer.outcome.deferred:
-        context.log.warning(f"offset-sync clickhouse unavailable: {writer.outcome.deferred} snapshot rows spooled "
-                            f"({writer.outcome.error}); the cycle goes on")
-    unreadable_groups = sorted({(r.cluster, r.group_id) for r in rows if r.read_error and r.cluster not in unavailable})
-    unreadable_partitions = sum(1 for r in rows if r.read_error)
-    for name, reason in sorted(unavailable.items()):
-        context.log.warning(f"offset-sync cluster unavailable: {reason}; its groups are not synced this cycle")
-    context.log.info(
-        f"snapshot {context.run.run_id}: {written} rows, "
-        + ", ".join(f"{name}: {len(states)} groups" for name, states in groups.items())
-    )
-    readable = not unavailable and not unreadable_partitions
+    unread = unread_facts(rows, reads.unavailable)
+    _log_snapshot(context.log, run_id, written, writer.outcome, reads)
     return dg.MaterializeResult(
-        metadata={
-            "snapshot_id": context.run.run_id,
-            "rows": written,
-            "rows_spooled": writer.outcome.deferred,
-            "group_partitions": len({(r.group_id, r.topic, r.partition) for r in rows}),
-            **{f"groups_{name}": len(states) for name, states in groups.items()},
-            "unavailable_clusters": ", ".join(sorted(unavailable)) or "none",
-            "rows_with_read_error": unreadable_partitions,
-            "partitions_missing_somewhere": sum(1 for r in rows if not r.topic_present and not r.read_error),
-            "log_append_time_topics": sorted(
-                {f"{r.cluster}:{r.topic}" for r in rows if r.timestamp_type == "LogAppendTime"}
-            ),
-            "kafka_read_seconds": round(kafka_s, 3),
-            "total_seconds": round(time.monotonic() - started, 3),
-        },
-        check_results=[
-            dg.AssetCheckResult(
-                check_name=CLUSTERS_READABLE_CHECK,
-                passed=readable,
-                severity=dg.AssetCheckSeverity.WARN,
-                description=(
-                    "both clusters answered; every group and partition was read" if readable else
-                    "; ".join(
-                        [f"{name} unavailable" for name in sorted(unavailable)]
-                        + ([f"{len(unreadable_groups)} groups unreadable"] if unreadable_groups else [])
-                        + [f"{unreadable_partitions} snapshot rows without facts: not synced this cycle"]
-                    )
-                ),
-                metadata={
-                    "unavailable_clusters": ", ".join(sorted(unavailable)) or "none",
-                    **{f"reason_{name}": reason[:500] for name, reason in sorted(unavailable.items())},
-                    "unreadable_groups": len(unreadable_groups),
-                    "rows_with_read_error": unreadable_partitions,
-                },
+        metadata=_snapshot_metadata(run_id, rows, written, writer.outcome, reads, unread, kafka_s, started),
+        check_results=[_clusters_readable_check(reads.unavailable, unread)],
+    )
+
+
+def _log_snapshot(
+    log: dg.DagsterLogManager, run_id: str, written: int, outcome: WriteOutcome, reads: ClusterReads,
+) -> None:
+    if outcome.deferred:
+        log.warning(f"offset-sync clickhouse unavailable: {outcome.deferred} snapshot rows spooled "
+                    f"({outcome.error}); the cycle goes on")
+    for name, reason in sorted(reads.unavailable.items()):
+        log.warning(f"offset-sync cluster unavailable: {reason}; its groups are not synced this cycle")
+    log.info(
+        f"snapshot {run_id}: {written} rows, "
+        + ", ".join(f"{name}: {len(states)} groups" for name, states in reads.groups.items())
+    )
+
+
+def _snapshot_metadata(
+    run_id: str, rows: list[SnapshotRow], written: int, outcome: WriteOutcome, reads: ClusterReads,
+    unread: UnreadFacts, kafka_s: float, started: float,
+) -> dict:
+    return {
+        "snapshot_id": run_id,
+        "rows": written,
+        "rows_spooled": outcome.deferred,
+        "group_partitions": len({(r.group_id, r.topic, r.partition) for r in rows}),
+        **{f"groups_{name}": len(states) for name, states in reads.groups.items()},
+        "unavailable_clusters": ", ".join(sorted(reads.unavailable)) or "none",
+        "rows_with_read_error": unread.rows,
+        "partitions_missing_somewhere": sum(1 for r in rows if not r.topic_present and not r.read_error),
+        "log_append_time_topics": sorted(
+            {f"{r.cluster}:{r.topic}" for r in rows if r.timestamp_type == "LogAppendTime"}
+        ),
+        "kafka_read_seconds": round(kafka_s, 3),
+        "total_seconds": round(time.monotonic() - started, 3),
+    }
+
+
+def _clusters_readable_check(unavailable: dict[str, str], unread: UnreadFacts) -> dg.AssetCheckResult:
+    readable = not unavailable and not unread.rows
+    return dg.AssetCheckResult(
+        check_name=CLUSTERS_READABLE_CHECK,
+        passed=readable,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=(
+            "both clusters answered; every group and partition was read" if readable else
+            "; ".join(
+                [f"{name} unavailable" for name in sorted(unavailable)]
+                + ([f"{len(unread.groups)} groups unreadable"] if unread.groups else [])
+                + [f"{unread.rows} snapshot rows without facts: not synced this cycle"]
             )
-        ],
+        ),
+        metadata={
+            "unavailable_clusters": ", ".join(sorted(unavailable)) or "none",
+            **{f"reason_{name}": reason[:500] for name, reason in sorted(unavailable.items())},
+            "unreadable_groups": len(unread.groups),
+            "rows_with_read_error": unread.rows,
+        },
     )

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offset_pipeline.assets.translation import is_routine_translation, read_window_s
+from offset_pipeline.assets.translation import is_routine_translation
+from offset_pipeline.sync.translation_step import read_window_s
 from offset_pipeline.resources import ClickHouseResource
 from offset_pipeline.sync.spark_translation import PARTITION_KEY, translate_keyed_rows
 from offset_pipeline.storage import deferrals

@@ -1,0 +1,123 @@
+"""The snapshot step of a sync cycle: what both clusters say, read in a child process per cluster.
+
+:func:`read_clusters` reads each cluster's matching groups, then the log ranges and timestamp types
+of every partition any group of either cluster involves (``kafka_io/cluster_snapshot.py``), both
+clusters at once. A cluster whose reads fail, time out or crash is not an error of the cycle
+(issue 14): it is in :attr:`ClusterReads.unavailable` with the reason, and its rows say so
+(``sync/snapshot_rows.py``). :func:`unread_facts` counts what the rows say was not read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from offset_pipeline.kafka_io.cluster_snapshot import ClusterRanges, cluster_groups, cluster_ranges
+from offset_pipeline.kafka_io.group_offsets import GroupFilter, GroupState, PartitionRange, describe_error
+from offset_pipeline.kafka_io.isolated import IsolatedCalls
+from offset_pipeline.storage.snapshots import SnapshotRow
+from offset_pipeline.sync.snapshot_rows import build_snapshot_rows, involved_partitions
+
+CHILD_START_S = 30.0  # beyond the Kafka bound: starting the child process that reads a cluster
+
+#: cluster name -> its admin client configuration (called in the reading thread, once per call)
+AdminConfigs = Mapping[str, Callable[[], dict[str, Any]]]
+
+
+@dataclass
+class ClusterReads:
+    """What was read from each cluster, as ``build_snapshot_rows`` takes it."""
+
+    groups: dict[str, list[GroupState]] = field(default_factory=dict)  # [] for an unavailable cluster
+    unavailable: dict[str, str] = field(default_factory=dict)  # cluster -> why it did not answer
+    ranges: dict[str, list[PartitionRange]] = field(default_factory=dict)
+    timestamp_types: dict[str, dict[str, str]] = field(default_factory=dict)
+    range_errors: dict[str, dict[tuple[str, int], str]] = field(default_factory=dict)
+
+    def add_groups(self, cluster: str, result: list[GroupState] | Exception) -> None:
+        if isinstance(result, Exception):
+            self.groups[cluster] = []
+            self.unavailable[cluster] = f"listing consumer groups on {cluster} failed: {describe_error(result)}"
+        else:
+            self.groups[cluster] = result
+
+    def add_ranges(self, cluster: str, result: ClusterRanges) -> None:
+        if result.unavailable:
+            self.unavailable[cluster] = result.unavailable
+            self.groups[cluster] = []
+            return
+        self.ranges[cluster] = result.ranges
+        self.timestamp_types[cluster] = result.timestamp_types
+        self.range_errors[cluster] = result.errors
+
+    def rows(self, snapshot_id: str, snapshot_time_ms: int) -> list[SnapshotRow]:
+        return build_snapshot_rows(
+            snapshot_id, snapshot_time_ms, self.groups, self.ranges, self.timestamp_types,
+            unavailable=self.unavailable, range_errors=self.range_errors,
+        )
+
+
+@dataclass(frozen=True)
+class _ClusterReader:
+    """The two bounded calls of the snapshot, each in its cluster's child process."""
+
+    calls: dict[str, IsolatedCalls]
+    admin_configs: AdminConfigs
+    timeout_s: float
+
+    def groups_of(self, cluster: str, group_filter: GroupFilter) -> list[GroupState] | Exception:
+        try:
+            return self.calls[cluster].call(cluster_groups, self.admin_configs[cluster](), cluster, group_filter,
+                                            self.timeout_s, timeout_s=self.timeout_s + CHILD_START_S)
+        except Exception as exc:  # noqa: BLE001 - this cluster's facts are unknown; the other's are not
+            return exc
+
+    def ranges_of(self, cluster: str, partitions: list[tuple[str, int]]) -> ClusterRanges:
+        try:
+            # three bounded requests: metadata, offsets (one deadline), topic configs
+            return self.calls[cluster].call(cluster_ranges, self.admin_configs[cluster](), cluster, partitions,
+                                            self.timeout_s, timeout_s=3 * self.timeout_s + CHILD_START_S)
+        except Exception as exc:  # noqa: BLE001 - no log range of this cluster is known
+            return ClusterRanges(unavailable=f"reading topic metadata on {cluster} failed: {describe_error(exc)}")
+
+    def close(self) -> None:
+        for c in self.calls.values():
+            c.close()
+
+
+def read_clusters(admin_configs: AdminConfigs, group_filter: GroupFilter, timeout_s: float) -> ClusterReads:
+    """Every cluster's groups, then the log facts of the partitions they involve, ``timeout_s`` per
+    Kafka wait. Never raises for a cluster that cannot be read: it is in ``unavailable``."""
+    # Each cluster's reads in a child process of its own (kafka_io/isolated.py): librdkafka can
+    # abort its process when admin requests time out around a broker restart; so it costs only that
+    # cluster's facts. Both clusters are read at once.
+    reads = ClusterReads()
+    reader = _ClusterReader({name: IsolatedCalls(name) for name in admin_configs}, admin_configs, timeout_s)
+    try:
+        with ThreadPoolExecutor(max_workers=len(admin_configs), thread_name_prefix="offset-snapshot") as pool:
+            listed = pool.map(lambda name: reader.groups_of(name, group_filter), admin_configs)
+            for name, groups in zip(admin_configs, listed):
+                reads.add_groups(name, groups)
+            partitions = sorted(involved_partitions(g for states in reads.groups.values() for g in states))
+            readable = [name for name in admin_configs if name not in reads.unavailable]
+            ranged = pool.map(lambda name: reader.ranges_of(name, partitions), readable)
+            for name, ranges in zip(readable, ranged):
+                reads.add_ranges(name, ranges)
+    finally:
+        reader.close()
+    return reads
+
+
+class UnreadFacts(NamedTuple):
+    groups: list[tuple[str, str]]  # (cluster, group id) unreadable on a cluster that answered
+    rows: int  # snapshot rows with a read_error (those of unavailable clusters included)
+
+
+def unread_facts(rows: Iterable[SnapshotRow], unavailable: Mapping[str, str]) -> UnreadFacts:
+    rows = list(rows)
+    return UnreadFacts(
+        groups=sorted({(r.cluster, r.group_id) for r in rows if r.read_error and r.cluster not in unavailable}),
+        rows=sum(1 for r in rows if r.read_error),
+    )
