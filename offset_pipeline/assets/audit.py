@@ -7,27 +7,33 @@ for the same reads. Backfill policy ``single_run``: a range of days is one run (
 day still written as its own window. A daily schedule (``offset_failover_audit_schedule``) audits the
 latest complete day.
 
-Per partition: the moments (group, snapshot, ``c``, ``t``, both log ends then, the cycle's strategy)
-come from ``offset_snapshots`` and ``offset_translations``; Spark (``audit/spark_audit.py``) reads
-per Kafka partition only the offset ranges the moments need and computes lost and duplicated
-records (``audit/failover_cost.py``); a moment whose records are gone says ``records_deleted``.
-Results replace the day's rows in ``offset_failover_audits`` (re-running never doubles). The asset
-check ``no_loss_in_window`` (ERROR) fails on any moment with a lost record.
+Per partition (the steps in ``audit/day_audit.py``): the moments (group, snapshot, ``c``, ``t``, both
+log ends then, the cycle's strategy) come from ``offset_snapshots`` and ``offset_translations``;
+Spark (``audit/spark_audit.py``) reads per Kafka partition only the offset ranges the moments need
+and computes lost and duplicated records (``audit/failover_cost.py``); a moment whose records are
+gone says ``records_deleted``. Results replace the day's rows in ``offset_failover_audits``
+(re-running never doubles). The asset check ``no_loss_in_window`` (ERROR) fails on any moment with a
+lost record.
 """
 
 import time
-from collections import Counter
-from datetime import date, datetime, timedelta, timezone
+from datetime import date
 
 import dagster as dg
 from pydantic import Field
 
-from offset_pipeline.audit.failover_cost import Shape
-from offset_pipeline.audit.spark_audit import RESULT_COLUMNS, audit_moments_df, moments_dataframe
+from offset_pipeline.audit.day_audit import (
+    AuditTotals,
+    audit_results,
+    audit_totals,
+    days_of_window,
+    ensure_audit_tables,
+    moments_of_day,
+    write_days,
+)
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource, close_embedded_clients
 from offset_pipeline.resources.spark import SparkUnavailable
 from offset_pipeline.settings import audit_start_date, mirror_exactly_once, topic_shapes
-from offset_pipeline.storage import audits, snapshots, translations
 
 # end_offset=1: today is offered too (audited so far, on demand); the schedule audits yesterday.
 AUDIT_PARTITIONS = dg.DailyPartitionsDefinition(start_date=audit_start_date(), timezone="UTC", end_offset=1)
@@ -46,31 +52,6 @@ class AuditConfig(dg.Config):
     # The whole Spark job of the run (a day at 1,000 group-partitions takes minutes: bench/audit_benchmark.py);
     # past it the job is interrupted and the run fails, naming the bound.
     spark_timeout_s: float = Field(default=3600.0, gt=0)
-
-
-def _shape(shapes: dict[str, str], topic: str, active: str) -> str:
-    text = shapes.get(topic, "")
-    if text == "two_way":
-        return Shape.TWO_WAY.value
-    if text.startswith("one_way:"):
-        return (Shape.ONE_WAY_FROM_ACTIVE if text.split(":", 1)[1] == active else Shape.ONE_WAY_FROM_STANDBY).value
-    return Shape.UNKNOWN.value
-
-
-def moments_of_day(client, day: date, shapes: dict[str, str]) -> list[dict]:
-    lo = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
-    rows = audits.snapshot_moments(client, lo, lo + timedelta(days=1))
-    out = []
-    for sid, ms, group, topic, partition, active, standby, c, t, a_end, b_end, strategy in rows:
-        if a_end is None or b_end is None:
-            continue  # the topic was missing on one side then: nothing to fail over to
-        out.append({
-            "window_date": day.isoformat(), "snapshot_id": sid, "snapshot_time": int(ms), "group_id": group,
-            "topic": topic, "partition": int(partition), "active": active, "standby": standby, "committed": c,
-            "standby_committed": t, "active_end_at": int(a_end), "standby_end_at": int(b_end),
-            "strategy": strategy or "none", "shape": _shape(shapes, topic, active),
-        })
-    return out
 
 
 @dg.asset(
@@ -94,52 +75,53 @@ def offset_failover_audit(
     """Lost and duplicated records of a failover at every snapshot of the day(s), per group-partition."""
     started = time.monotonic()
     window = context.partition_time_window
-    days = []
-    day = window.start.astimezone(timezone.utc).date()
-    while datetime(day.year, day.month, day.day, tzinfo=timezone.utc) < window.end:
-        days.append(day)
-        day += timedelta(days=1)
+    days = days_of_window(window.start, window.end)
     client = clickhouse.get_client()
-    for module in (snapshots, audits):
-        module.ensure_table(client)
-    translations.ensure_tables(client)
+    ensure_audit_tables(client)
 
     moments = [m for d in days for m in moments_of_day(client, d, dict(config.topic_shapes))]
     if clickhouse.embedded:
         # The embedded engine admits one process at a time: let the sync cycles use it while Spark
         # reads Kafka (minutes); it is opened again (waiting its turn) to write the results.
         close_embedded_clients(clickhouse.dsn)
-    results: list[dict] = []
-    spark_s = 0.0
-    if moments:
-        spark_started = time.monotonic()
-        confs = {r.cluster_name: r.client_config() for r in (idc1, idc2)}
-
-        def job(session):
-            out = audit_moments_df(session, moments_dataframe(session, moments), confs,
-                                   exactly_once_mirror=config.exactly_once_mirror, timeout_s=config.kafka_timeout_s)
-            return [{c: row[c] for c in RESULT_COLUMNS} for row in (r.asDict() for r in out.collect())]
-
-        try:
-            results = spark.run_job(job, what=f"auditing {len(moments)} moments", timeout_s=config.spark_timeout_s)
-        except SparkUnavailable as exc:
-            # An audit is a backfill, not the 30-second path: the run fails, saying why, and is run again.
-            raise dg.Failure(description=f"the audit's Spark job did not complete: {exc}") from exc
-        spark_s = time.monotonic() - spark_started
+    results, spark_s = _audit_in_spark(spark, config, moments, (idc1, idc2))
     now_ms = int(time.time() * 1000)
-    client = clickhouse.get_client()
-    written = 0
-    for d in days:
-        written += audits.replace_window(client, d, [r for r in results if r["window_date"] == d.isoformat()], now_ms)
+    written = write_days(clickhouse.get_client(), days, results, now_ms)
 
-    statuses = Counter(r["status"] for r in results)
-    strategies = Counter(r["strategy"] for r in results)
-    audited = [r for r in results if r["status"] == "audited"]
-    losing = [r for r in audited if r["lost"]]
-    duplicated = [r["duplicated"] for r in audited]
+    totals = audit_totals(results)
     context.log.info(f"offset failover audit {days[0]}..{days[-1]}: {len(results)} moments; "
-                     + ", ".join(f"{k}={v}" for k, v in sorted(statuses.items())))
-    check = dg.AssetCheckResult(
+                     + ", ".join(f"{k}={v}" for k, v in sorted(totals.statuses.items())))
+    check = _no_loss_check(totals)
+    return dg.MaterializeResult(
+        metadata=_audit_metadata(days, totals, written, spark_s, started),
+        check_results=[check],
+    )
+
+
+def _audit_in_spark(
+    spark: SparkResource, config: AuditConfig, moments: list[dict], clusters: tuple[KafkaClusterResource, ...],
+) -> tuple[list[dict], float]:
+    """Every moment's cost, and the Spark job's seconds (no moments: no job, ``[]`` and 0.0)."""
+    if not moments:
+        return [], 0.0
+    spark_started = time.monotonic()
+    confs = {r.cluster_name: r.client_config() for r in clusters}
+
+    def job(session):
+        return audit_results(session, moments, confs, exactly_once_mirror=config.exactly_once_mirror,
+                             timeout_s=config.kafka_timeout_s)
+
+    try:
+        results = spark.run_job(job, what=f"auditing {len(moments)} moments", timeout_s=config.spark_timeout_s)
+    except SparkUnavailable as exc:
+        # An audit is a backfill, not the 30-second path: the run fails, saying why, and is run again.
+        raise dg.Failure(description=f"the audit's Spark job did not complete: {exc}") from exc
+    return results, time.monotonic() - spark_started
+
+
+def _no_loss_check(totals: AuditTotals) -> dg.AssetCheckResult:
+    losing, audited = totals.losing, totals.audited
+    return dg.AssetCheckResult(
         check_name=NO_LOSS_CHECK, passed=not losing, severity=dg.AssetCheckSeverity.ERROR,
         description=(f"{len(losing)} of {len(audited)} audited moments would have lost records" if losing
                      else f"0 of {len(audited)} audited moments would have lost a record"),
@@ -154,21 +136,22 @@ def offset_failover_audit(
             ]),
         },
     )
-    return dg.MaterializeResult(
-        metadata={
-            "days": ", ".join(d.isoformat() for d in days),
-            "moments": len(results),
-            "rows_written": written,
-            "group_partitions": len({(r["group_id"], r["topic"], r["partition"]) for r in results}),
-            **{f"status_{k}": v for k, v in sorted(statuses.items())},
-            **{f"strategy_{k}": v for k, v in sorted(strategies.items())},
-            "records_lost": sum(r["lost"] for r in audited),
-            "records_duplicated": sum(duplicated),
-            "duplicated_max": max(duplicated, default=0),
-            "duplicated_mean": round(sum(duplicated) / len(duplicated), 3) if duplicated else 0.0,
-            "records_read": sum(r["records_read"] for r in results),
-            "spark_seconds": round(spark_s, 3),
-            "total_seconds": round(time.monotonic() - started, 3),
-        },
-        check_results=[check],
-    )
+
+
+def _audit_metadata(days: list[date], totals: AuditTotals, written: int, spark_s: float, started: float) -> dict:
+    """The materialization's metadata (``started``: the step's ``time.monotonic()`` at its start)."""
+    return {
+        "days": ", ".join(d.isoformat() for d in days),
+        "moments": len(totals.results),
+        "rows_written": written,
+        "group_partitions": totals.group_partitions,
+        **{f"status_{k}": v for k, v in sorted(totals.statuses.items())},
+        **{f"strategy_{k}": v for k, v in sorted(totals.strategies.items())},
+        "records_lost": totals.records_lost,
+        "records_duplicated": sum(totals.duplicated),
+        "duplicated_max": max(totals.duplicated, default=0),
+        "duplicated_mean": totals.duplicated_mean,
+        "records_read": totals.records_read,
+        "spark_seconds": round(spark_s, 3),
+        "total_seconds": round(time.monotonic() - started, 3),
+    }
