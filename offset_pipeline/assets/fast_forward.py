@@ -7,8 +7,9 @@ may be old, so ``fast_forward/step.py`` re-reads everything live, re-checks each
 commit step (DESIGN.md §5: no live standby group, never backwards, the safe bound, dry run, ONE
 commit call). Every partition gets a row in ``offset_fast_forwards`` with its outcome and reason
 (left alone ones name the failed condition); partitions left synced also get a monitoring row in
-``offset_sync_metrics`` (strategy ``caught_up``), so Grafana and the sync age show the fast-forward.
-The sync cycle then keeps the point (``storage/fast_forwards.latest_points``).
+``offset_sync_metrics`` (strategy ``caught_up``), so Grafana and the sync age show the fast-forward
+(both written by ``fast_forward/run.py``). The sync cycle then keeps the point
+(``storage/fast_forwards.latest_points``).
 
 Runs carry the sync concurrency tag: they never overlap a sync cycle (commits, embedded ClickHouse).
 """
@@ -24,12 +25,12 @@ from offset_pipeline.sync.commit_rules import commit_log_line
 from offset_pipeline.sync.commit_step import CycleContext
 from offset_pipeline.monitoring.decision_log import write_decision_lines
 from offset_pipeline.fast_forward.recheck import RequestedPartition
+from offset_pipeline.fast_forward.run import record_outcome
 from offset_pipeline.fast_forward.step import FastForwardRequest, fast_forward_group
-from offset_pipeline.monitoring.metric_rules import CycleFacts, metric_rows
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.mirrors import MirrorsResource
 from offset_pipeline.settings import dry_run_default, kafka_timeout_s, stale_window_s
-from offset_pipeline.storage import fast_forwards, metrics
+from offset_pipeline.storage import fast_forwards
 from offset_pipeline.translation.log_line import PREFIX, Token, log_line
 
 FAST_FORWARD_KIND = "fast-forward"
@@ -87,69 +88,69 @@ def offset_fast_forwards(
     """Standby offsets of quiet, caught-up group-partitions moved to the standby log end, re-checked live."""
     started = time.monotonic()
     now_ms = int(time.time() * 1000)
-    request = FastForwardRequest(
-        config.group_id, config.active, config.standby,
-        tuple(RequestedPartition(p.topic, p.partition, p.active_end, p.standby_end, p.stable_since_ms)
-              for p in config.partitions),
-        window_s=config.window_s, marker_slack=config.marker_slack,
-    )
+    request = _request(config)
     clusters = {resource.cluster_name: resource for resource in (idc1, idc2)}
     cycle = CycleContext(context.run.run_id, now_ms, config.dry_run, config.kafka_timeout_s)
     outcome = fast_forward_group(request, clusters, mirrors, cycle)
 
     write_decision_lines([commit_log_line(c) for c in outcome.plan] + [decision_line(r) for r in outcome.rows])
-    client = clickhouse.get_client()
-    fast_forwards.ensure_table(client)
-    metrics.ensure_tables(client)
-    fast_forwards.insert_rows(client, outcome.rows)
+    # The run's offset_fast_forwards rows, then monitoring rows for the partitions it left synced.
+    metric_count = record_outcome(clickhouse.get_client(), outcome, config.group_id, now_ms, config.lagging_after_s)
+    _log_outcome(context.log, config, outcome.rows)
+    return dg.MaterializeResult(
+        metadata=_metadata(config, outcome.rows, metric_count, started),
+        check_results=[evaluate_no_loss(outcome.commit_rows).to_result()],
+    )
 
-    # Monitoring rows for the partitions this run left synced: the sync age restarts here.
-    live = outcome.live.partitions if outcome.live else {}
-    synced = [r for r in outcome.rows if r.outcome in (fast_forwards.FAST_FORWARDED, fast_forwards.UNCHANGED)]
-    facts = [
-        CycleFacts(
-            r.group_id, r.topic, r.partition, r.active, r.standby, r.committed, r.new_offset, "caught_up",
-            "caught_up", r.decision, r.applied, r.committed_after,
-            active_log_end=live[(r.topic, r.partition)].active_log_end,
-            standby_log_end=live[(r.topic, r.partition)].standby_log_end,
-        )
-        for r in synced
-    ]
-    metric_count = 0
-    if facts:
-        previous_d, last_synced = metrics.previous_state(client, [config.group_id], now_ms,
-                                                         keys=[f.key for f in facts])
-        metric_count = metrics.insert_rows(
-            client, metric_rows(now_ms, facts, previous_d, last_synced, lagging_after_s=config.lagging_after_s))
 
-    outcomes = Counter(r.outcome for r in outcome.rows)
-    rejections = Counter(r.rejection for r in outcome.rows if r.rejection)
-    for r in outcome.rows:
+def _request(config: FastForwardConfig) -> FastForwardRequest:
+    return FastForwardRequest(
+        config.group_id, config.active, config.standby,
+        tuple(RequestedPartition(p.topic, p.partition, p.active_end, p.standby_end, p.stable_since_ms)
+              for p in config.partitions),
+        window_s=config.window_s, marker_slack=config.marker_slack,
+    )
+
+
+def _log_outcome(log: dg.DagsterLogManager, config: FastForwardConfig,
+                 rows: list[fast_forwards.FastForwardRow]) -> None:
+    """A warning per partition not moved (left alone, refused, failed), then one summary."""
+    for r in rows:
         if r.outcome in (fast_forwards.LEFT_ALONE, fast_forwards.REFUSED, fast_forwards.FAILED):
-            context.log.warning(f"{config.group_id!r} {r.topic}[{r.partition}] {r.outcome}: {r.rejection or ''} {r.reason}")
-    context.log.info(
+            log.warning(f"{config.group_id!r} {r.topic}[{r.partition}] {r.outcome}: {r.rejection or ''} {r.reason}")
+    outcomes = Counter(r.outcome for r in rows)
+    log.info(
         f"offset-sync fast-forward {config.group_id!r} {config.active}->{config.standby}: "
         + ", ".join(f"{k}={v}" for k, v in sorted(outcomes.items()))
     )
-    table = "\n".join(
+
+
+def _partitions_table(rows: list[fast_forwards.FastForwardRow]) -> str:
+    """Markdown, one line per partition (``|`` escaped in topics and reasons)."""
+    return "\n".join(
         ["| topic | partition | outcome | rejection | c | previous | new | quiet (s) | reason |",
          "|---|---|---|---|---|---|---|---|---|"]
         + [f"| {r.topic.replace('|', chr(92) + '|')} | {r.partition} | {r.outcome} | {r.rejection or '-'} | "
            f"{r.committed} | {r.previous_offset} | {r.new_offset} | "
            f"{'-' if r.stable_for_s is None else f'{r.stable_for_s:.0f}'} | {r.reason.replace('|', chr(92) + '|')} |"
-           for r in outcome.rows]
+           for r in rows]
     )
-    return dg.MaterializeResult(
-        metadata={
-            "group_id": config.group_id,
-            "direction": f"{config.active}->{config.standby}",
-            "dry_run": config.dry_run,
-            "partitions": len(outcome.rows),
-            **{f"outcome_{k}": v for k, v in sorted(outcomes.items())},
-            **{f"rejection_{k}": v for k, v in sorted(rejections.items())},
-            "monitoring_rows": metric_count,
-            "partitions_table": dg.MetadataValue.md(table),
-            "total_seconds": round(time.monotonic() - started, 3),
-        },
-        check_results=[evaluate_no_loss(outcome.commit_rows).to_result()],
-    )
+
+
+def _metadata(config: FastForwardConfig, rows: list[fast_forwards.FastForwardRow], metric_count: int,
+              started: float) -> dict:
+    """The materialization's metadata (``started``: the step's ``time.monotonic()`` at its start)."""
+    outcomes = Counter(r.outcome for r in rows)
+    rejections = Counter(r.rejection for r in rows if r.rejection)
+    table = _partitions_table(rows)
+    return {
+        "group_id": config.group_id,
+        "direction": f"{config.active}->{config.standby}",
+        "dry_run": config.dry_run,
+        "partitions": len(rows),
+        **{f"outcome_{k}": v for k, v in sorted(outcomes.items())},
+        **{f"rejection_{k}": v for k, v in sorted(rejections.items())},
+        "monitoring_rows": metric_count,
+        "partitions_table": dg.MetadataValue.md(table),
+        "total_seconds": round(time.monotonic() - started, 3),
+    }
