@@ -404,7 +404,7 @@ def reads(client, layout: Layout) -> list[dict]:
         "until": datetime.fromtimestamp(earlier_until / 1000, tz=utc),
         "since": datetime.fromtimestamp((earlier_until - max(MIRROR_WINDOW_S * 1000, 600_000)) / 1000, tz=utc),
         "topics": topics,
-        # the run's rows are read from its start less an hour (assets/metrics.py RUN_START_MARGIN_S)
+        # the run's rows are read from its start less an hour (monitoring/metrics_step.py RUN_START_MARGIN_S)
         "run_since": datetime.fromtimestamp((t_snap - 3600_000) / 1000, tz=utc),
     }
     S, T, A = snapshots.TABLE, translations.TRANSLATIONS_TABLE, translations.ANCHORS_TABLE

@@ -1,5 +1,5 @@
 """The monitoring step takes its cycle's log ends and facts from the rows the earlier steps carried
-(assets/metrics.py ``carried_cycle_rows``): they equal, types included, what its ClickHouse
+(monitoring/metrics_step.py ``carried_cycle_rows``): they equal, types included, what its ClickHouse
 fallback (``storage/cycle_rows.cycle_log_ends``, ``cycle_facts``) reads once the same rows are inserted."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 from datetime import datetime, timezone
 from types import SimpleNamespace
 
-from offset_pipeline.assets.metrics import (
+from offset_pipeline.monitoring.metrics_step import (
     NO_BOUND,
     RUN_START_MARGIN_S,
     carried_cycle_rows,
