@@ -49,9 +49,9 @@ from soak import faults as fault_mod  # noqa: E402
 from soak import procs, report  # noqa: E402
 from soak.checker import GroupInfo, NoLossChecker  # noqa: E402
 from soak.dagster_procs import DagsterProcesses  # noqa: E402
-from soak.load import PREFIX  # noqa: E402
 from soak.rules import (  # noqa: E402
-    ALL_FAULTS, Cycle, RunSeen, Window, bytes_growth, cycles_to_recover, fault_schedule, rss_slope_pct_per_hour,
+    ALL_FAULTS, Cycle, RunSeen, Window, bytes_growth, cycles_to_recover, fault_schedule, instance_peak_slope,
+    rss_slope_pct_per_hour,
     run_counts,
 )
 
@@ -150,7 +150,7 @@ class Soak:
         self.stop = threading.Event()
         self.base = (args.work_dir or Path(tempfile.mkdtemp(prefix="offset-pipeline-soak-"))).resolve()
         self.base.mkdir(parents=True, exist_ok=True)
-        self.samples = {"rss": [], "rss_anon": [], "bytes": [], "runs": [], "load": []}
+        self.samples = {"rss": [], "rss_anon": [], "bytes": [], "runs": [], "load": [], "code_servers": []}
         self.runs: dict[str, RunSeen] = {}
         self.windows: list[dict] = []
         self.stack = None
@@ -271,6 +271,8 @@ class Soak:
         for role, (pid, rss, anon) in roles.items():
             self.samples["rss"].append((now, role, pid, rss))
             self.samples["rss_anon"].append((now, role, pid, anon))
+        for pid, (rss, anon) in self.dagster.code_servers(kids).items():
+            self.samples["code_servers"].append((now, pid, rss, anon))
         ch = self.clickhouse_path
         ch_dir = ch if ch.is_dir() else ch.with_name(ch.name + ".soak-down")
         # the product's and the stack's logs; not the soak's own load generator's
@@ -446,6 +448,12 @@ class Soak:
                         "unidentified": c.unidentified, "read_errors": c.read_errors,
                         "unsafe_examples": c.unsafe_examples, "read_error_examples": c.read_error_examples},
             "rss": rss,
+            "code_server_instances": {
+                "rss": instance_peak_slope([(ts, pid, rss) for ts, pid, rss, _ in self.samples["code_servers"]],
+                                           args.warmup_s, self.started, min_span_s=min(600.0, args.duration_s / 4)),
+                "anon": instance_peak_slope([(ts, pid, anon) for ts, pid, _, anon in self.samples["code_servers"]],
+                                            args.warmup_s, self.started, min_span_s=min(600.0, args.duration_s / 4)),
+            },
             "stores": stores,
         }
 
@@ -467,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     if soak.checker is not None:
         result = soak.results()
         samples = {"rss": soak.samples["rss"], "bytes": soak.samples["bytes"], "load": soak.samples["load"][-1:],
-                   "runs": [r.__dict__ for r in soak.runs.values()]}
+                   "runs": [r.__dict__ for r in soak.runs.values()], "code_servers": soak.samples["code_servers"]}
         args.out.mkdir(parents=True, exist_ok=True)
         text = report.table(result)
         (args.out / "soak.txt").write_text(text + "\n")

@@ -95,6 +95,10 @@ class DagsterProcesses:
                 except subprocess.TimeoutExpired:
                     pass
 
+    def code_servers(self, kids: dict[int, list[int]]) -> dict[int, tuple[int, int]]:
+        """Each live code server of the daemon, by pid (``procs.code_server_instances``)."""
+        return procs.code_server_instances(self.daemon_pid(), kids)
+
     def roles(self, kids: dict[int, list[int]]) -> dict[str, tuple[int, int, int]]:
         out = procs.dagster_roles("dagster-daemon", self.daemon_pid(), kids)
         out.update(procs.dagster_roles("dagster-webserver", self.webserver_pid(), kids))

@@ -99,7 +99,8 @@ def dagster_roles(prefix: str, root: int | None, kids: dict[int, list[int]]) -> 
     roles[prefix] = (root, *memory_of(own))
     if code_pid:
         # The daemon replaces its code server every minute or so (Dagster's own reload), the old one
-        # ending on its heartbeat: one segment (pid 0) for all of them, fitted across replacements.
+        # ending on its heartbeat: one series (pid 0) for all of them. Their sum is a sawtooth of
+        # overlapping lives, so its growth is judged per instance (code_server_instances).
         roles[f"{prefix}-code-server"] = (0, *memory_of(code))
     if runs:
         roles[f"{prefix}-run-workers"] = (0, *memory_of(runs))  # short-lived: no slope fitted
@@ -141,3 +142,18 @@ def du(path: Path) -> int:
             except OSError:
                 pass
     return total
+
+
+def code_server_instances(root: int | None, kids: dict[int, list[int]]) -> dict[int, tuple[int, int]]:
+    """``{pid: (RSS, anonymous RSS)}`` of each code server (``api grpc``) under a dagster-daemon or
+    webserver tree, each with its own children (its resource tracker, its Kafka call children)."""
+    if not alive(root):
+        return {}
+    out = {}
+    for pid in tree(root, kids)[1:]:
+        cmd = cmdline(pid)
+        if "grpc" in cmd and "multiprocessing" not in cmd and "execute_run" not in cmd:
+            parent_is_server = any(pid in kids.get(p, []) for p in out)
+            if not parent_is_server:
+                out[pid] = memory_of(tree(pid, kids))
+    return out

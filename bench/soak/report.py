@@ -50,6 +50,20 @@ def table(result: dict) -> str:
         lines.append(f"| {role} | {_fmt(r['mean_mb'], '.0f')} | {_fmt(r['slope_pct_per_h'], '+.1f')} | "
                      f"{_fmt(r.get('anon_mean_mb'), '.0f')} | {_fmt(r.get('anon_slope_pct_per_h'), '+.1f')} | "
                      f"{r['span_s'] / 60:.0f} | {max(r['segments'] - 1, 0)} |")
+    inst = result.get("code_server_instances")
+    if inst and inst["rss"]["instances"]:
+        r, a = inst["rss"], inst["anon"]
+        lines.append("")
+        lines.append("The daemon's code server is replaced every minute or so; its row above sums the overlapping "
+                     "lives. Per instance (each one's peak, fitted over time):")
+        lines.append("")
+        lines.append("| code server instances | fitted | mean life (s) | most alive at once | mean peak RSS (MB) "
+                     "| max peak (MB) | peak slope (%/h) | mean peak anonymous (MB) | its slope (%/h) |")
+        lines.append("|---|---|---|---|---|---|---|---|---|")
+        lines.append(f"| {r['instances']} | {r['fitted_instances']} | {_fmt(r['mean_life_s'], '.0f')} | "
+                     f"{r['most_alive_at_once']} | {_fmt(r['mean_peak_mb'], '.0f')} | {_fmt(r['max_peak_mb'], '.0f')} | "
+                     f"{_fmt(r['peak_slope_pct_per_h'], '+.1f')} | {_fmt(a['mean_peak_mb'], '.0f')} | "
+                     f"{_fmt(a['peak_slope_pct_per_h'], '+.1f')} |")
     lines.append("")
     lines.append("| store | now (MB) | growth (MB/h) | 30 days at that rate, no retention (GB) "
                  "| 30 days with retention (GB) | bounded by |")

@@ -216,6 +216,37 @@ def rss_slope_pct_per_hour(samples: Sequence[tuple[float, int, float]], warmup_s
     return best or {"pid": None, "span_s": 0.0, "mean_mb": None, "slope_pct_per_h": None, "segments": len(segments)}
 
 
+def instance_peak_slope(samples: Sequence[tuple[float, int, float]], warmup_s: float, start: float,
+                        min_span_s: float = 600.0) -> dict:
+    """For a process that is replaced again and again (the daemon's code server, reloaded every
+    minute or so, the old one ending on its heartbeat): ``samples`` are (time s, instance pid, RSS
+    bytes). A single instance lives too briefly for a slope, and the sum of the overlapping lives is
+    a sawtooth; what would show a leak is each new instance needing more than the last. So: each
+    instance's peak RSS at the time of its peak, fitted after ``start + warmup_s``; the slope in % of
+    the mean peak per hour, with how many instances, how long they lived and how many were alive at
+    once at most."""
+    lives: dict[int, list[tuple[float, float]]] = {}
+    alive_at: dict[float, int] = {}
+    for ts, pid, rss in samples:
+        lives.setdefault(pid, []).append((ts, rss))
+        alive_at[ts] = alive_at.get(ts, 0) + 1
+    peaks = []
+    for points in lives.values():
+        ts, rss = max(points, key=lambda p: p[1])
+        if ts - start >= warmup_s:
+            peaks.append((ts, rss))
+    peaks.sort()
+    span = peaks[-1][0] - peaks[0][0] if peaks else 0.0
+    fit = linear_fit(peaks) if span >= min_span_s else None
+    mean = sum(r for _, r in peaks) / len(peaks) if peaks else 0.0
+    lifetimes = [points[-1][0] - points[0][0] for points in lives.values()]
+    return {"instances": len(lives), "fitted_instances": len(peaks), "span_s": span,
+            "mean_peak_mb": mean / 2**20 if peaks else None, "max_peak_mb": max((r for _, r in peaks), default=0) / 2**20,
+            "peak_slope_pct_per_h": (100.0 * fit[0] * 3600.0 / mean) if fit and mean else None,
+            "mean_life_s": sum(lifetimes) / len(lifetimes) if lifetimes else None,
+            "most_alive_at_once": max(alive_at.values(), default=0)}
+
+
 def bytes_growth(samples: Sequence[tuple[float, int]], warmup_s: float, start: float, days: float = 30.0,
                  retention_days: float | None = None, cap_bytes: float | None = None, bound: str = "") -> dict:
     """Bytes per hour (linear fit after ``start + warmup_s``) and the size in ``days`` at that rate:

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from soak.rules import (  # noqa: E402
     Cycle, Rec, RunSeen, Window, bytes_growth, cycles_to_recover, fault_schedule, linear_fit, no_loss_verdict,
-    rec_from_headers, rss_slope_pct_per_hour, run_counts,
+    instance_peak_slope, rec_from_headers, rss_slope_pct_per_hour, run_counts,
 )
 
 A, S = "idc1", "idc2"
@@ -143,3 +143,27 @@ def test_fault_schedule_leaves_warmup_gaps_and_tail():
     with pytest.raises(ValueError):
         fault_schedule(["mirror_stop"], 600, 300, 100)
     assert fault_schedule([], 100, 50, 50) == []
+
+
+def _instances(peak_mb, minutes=120, life_s=90, every_s=60):
+    """A code server replaced every ``every_s``, each living ``life_s`` (so two overlap), sampled
+    every 10 s, rising to ``peak_mb(t)`` over its life."""
+    mb = 2**20
+    out = []
+    for k, born in enumerate(range(0, minutes * 60, every_s)):
+        for age in range(0, life_s, 10):
+            out.append((born + age, 1000 + k, peak_mb(born) * mb * (0.4 + 0.6 * age / (life_s - 10))))
+    return sorted(out)
+
+
+def test_replaced_instances_are_judged_by_their_peaks_not_their_overlapping_sum():
+    flat = instance_peak_slope(_instances(lambda t: 500), warmup_s=600, start=0)
+    assert flat["peak_slope_pct_per_h"] == pytest.approx(0, abs=0.01)
+    assert flat["mean_peak_mb"] == pytest.approx(500) and flat["most_alive_at_once"] == 2
+    assert flat["mean_life_s"] == pytest.approx(80) and flat["instances"] == 120
+    # each new instance needs 10 % of 500 MB more per hour: a leak that survives replacement
+    growing = instance_peak_slope(_instances(lambda t: 500 * (1 + 0.1 * t / 3600)), warmup_s=600, start=0)
+    mean = growing["mean_peak_mb"]
+    assert growing["peak_slope_pct_per_h"] == pytest.approx(100 * 50 / mean, rel=0.02)
+    # the sum of the overlapping lives, fitted as one process, says nothing useful of either
+    assert instance_peak_slope([], warmup_s=600, start=0)["peak_slope_pct_per_h"] is None
