@@ -72,8 +72,15 @@ from offset_pipeline.translation.facts import CaughtUpPoint, PartitionFacts, Rec
 from offset_pipeline.translation.result import Anchor
 from offset_pipeline.translation.shape import TopicShape
 
-# Right after a topic is created its leader may not be known yet: these errors pass quickly.
-_TRANSIENT = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+# Errors that pass quickly, retried within the call's bound: right after a topic is created its
+# leader may not be known yet; right after a broker restarts, a pooled consumer still holds the
+# old leader epoch (FENCED_LEADER_EPOCH, "Leader epoch is older than broker epoch", until its
+# metadata is refreshed) and a new leader may not offer offsets yet (OFFSET_NOT_AVAILABLE). Without
+# these, the first cycle after a broker's return read some partitions as cluster_unavailable.
+_TRANSIENT = {
+    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE,
+}
 _BATCH = 500
 # A read that got nothing for this long asks the broker for the last stable offset (see module doc).
 # Short: the consumer fetches back to back meanwhile. Too short only costs a needless request.
@@ -530,15 +537,17 @@ def _search_offsets(
     # offsets_for_times: one timestamp per partition per call, so one call per distinct timestamp.
     found: dict[int, int | None] = {}
     for ts in sorted({r.timestamp for r in searched.values()}):
-        remaining = max(1.0, deadline - time.monotonic())
-        answer = _retry(
-            lambda: consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, ts)], timeout=remaining),
-            deadline,
-        )[0]
+
+        def ask(ts=ts):
+            remaining = max(1.0, deadline - time.monotonic())
+            answer = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, ts)], timeout=remaining)[0]
+            if answer.error is not None:  # the partition's own error: retried as the call's when transient
+                raise KafkaException(answer.error)
+            return answer
+
+        answer = _retry(ask, deadline)
         stats.offsets_for_times_calls += 1
         stats.searched_timestamps.append(ts)
-        if answer.error is not None:
-            raise KafkaException(answer.error)
         found[ts] = answer.offset if answer.offset >= 0 else None
     return found
 
