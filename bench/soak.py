@@ -196,6 +196,8 @@ class Soak:
         env.update(DAGSTER_HOME=str(home), OFFSET_PIPELINE_SPARK_CONNECT_URL=self.stack.spark_connect.url,
                    OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE="1",
                    OFFSET_PIPELINE_TOPIC_SHAPES=plan_topic_shapes() + "," + shapes)
+        # The soak's faults and counts follow the interval mode's runs (a run per 30 s cycle).
+        env["OFFSET_PIPELINE_SYNC_MODE"] = "interval"
         if args.sync_interval_s:
             env["OFFSET_PIPELINE_SYNC_INTERVAL_S"] = str(args.sync_interval_s)
         os.environ["DAGSTER_HOME"] = str(home)

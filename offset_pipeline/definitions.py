@@ -15,8 +15,10 @@ from offset_pipeline.monitoring.decision_log import decision_log_level
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.resources.mirrors import MirrorPositionGroup, MirrorsResource
 from offset_pipeline.sensors import all_sensors
-from offset_pipeline.sensors.run_targets import (
+from offset_pipeline.run_targets import (
     AUDIT_JOB,
+    CONTINUOUS_JOB,
+    CONTINUOUS_MAX_RUNTIME_MARGIN_S,
     FAST_FORWARD_JOB,
     SYNC_CONCURRENCY_TAG,
     SYNC_JOB,
@@ -25,9 +27,11 @@ from offset_pipeline.sensors.run_targets import (
 from offset_pipeline.settings import (
     KafkaSettings,
     Settings,
+    continuous_run_s,
     kafka_timeout_s,
     mirror_position_groups,
     read_settings,
+    sync_mode,
     translation_budget_s,
 )
 
@@ -79,6 +83,19 @@ offset_sync_job = dg.define_asset_job(
     description="One sync cycle: snapshot offsets on both clusters, translate, commit to standbys, monitoring rows.",
 )
 
+# The default mode: one long run of back-to-back incremental cycles (assets/continuous.py), rolled
+# over every OFFSET_PIPELINE_CONTINUOUS_RUN_S. The same concurrency tag as the cycle: a continuous run,
+# an interval cycle and a fast-forward never overlap.
+offset_sync_continuous_job = dg.define_asset_job(
+    CONTINUOUS_JOB,
+    selection=dg.AssetSelection.groups("offset_sync_continuous"),
+    executor_def=dg.in_process_executor,
+    tags={SYNC_CONCURRENCY_TAG: "continuous",
+          "dagster/max_runtime": str(int(continuous_run_s() + CONTINUOUS_MAX_RUNTIME_MARGIN_S))},
+    description="Continuous sync: back-to-back incremental cycles (about one a second) for OFFSET_PIPELINE_CONTINUOUS_RUN_S, "
+                "the state written to ClickHouse every OFFSET_PIPELINE_CHECKPOINT_S.",
+)
+
 offset_fast_forward_job = dg.define_asset_job(
     FAST_FORWARD_JOB,
     selection=dg.AssetSelection.assets("offset_fast_forwards"),
@@ -116,10 +133,11 @@ def offset_failover_audit_schedule(context: dg.ScheduleEvaluationContext):
 # A bad value fails the load, not the first cycle (the run configs read these when a run starts).
 decision_log_level()
 translation_budget_s()
+sync_mode()
 
 defs = dg.Definitions(
     assets=all_assets,
-    jobs=[offset_sync_job, offset_fast_forward_job, offset_failover_audit_job],
+    jobs=[offset_sync_job, offset_sync_continuous_job, offset_fast_forward_job, offset_failover_audit_job],
     schedules=[offset_failover_audit_schedule],
     sensors=all_sensors,
     resources=build_resources(read_settings()),

@@ -257,6 +257,33 @@ def kafka_timeout_s(env: Mapping[str, str] | None = None) -> float:
     return positive_number(env, "OFFSET_PIPELINE_KAFKA_TIMEOUT_S", 10.0)
 
 
+SYNC_MODES = ("continuous", "interval")
+
+
+def sync_mode(env: Mapping[str, str] | None = None) -> str:
+    """``OFFSET_PIPELINE_SYNC_MODE`` (default ``continuous``): ``continuous`` keeps one long run of
+    back-to-back incremental cycles going (job ``offset_sync_continuous``, rolled over every
+    ``continuous_run_s``); ``interval`` launches one full cycle per ``OFFSET_PIPELINE_SYNC_INTERVAL_S``
+    (job ``offset_sync_cycle``). Anything else fails at load time."""
+    text = (_get(os.environ if env is None else env, "OFFSET_PIPELINE_SYNC_MODE") or "continuous").strip().lower()
+    if text not in SYNC_MODES:
+        raise ValueError(f"OFFSET_PIPELINE_SYNC_MODE={text!r}: expected one of {', '.join(SYNC_MODES)}")
+    return text
+
+
+def continuous_run_s(env: Mapping[str, str] | None = None) -> float:
+    """``OFFSET_PIPELINE_CONTINUOUS_RUN_S`` (default 900): how long one continuous run syncs before it
+    ends and the sensor starts the next (its Dagster storage stays bounded, new code takes effect,
+    queued fast-forwards run in between)."""
+    return positive_number(env, "OFFSET_PIPELINE_CONTINUOUS_RUN_S", 900.0)
+
+
+def checkpoint_s(env: Mapping[str, str] | None = None) -> float:
+    """``OFFSET_PIPELINE_CHECKPOINT_S`` (default 30): how often a continuous run writes its state to
+    ClickHouse as one cycle (snapshot, translations, commits, monitoring rows)."""
+    return positive_number(env, "OFFSET_PIPELINE_CHECKPOINT_S", 30.0)
+
+
 def clickhouse_timeout_s(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_CLICKHOUSE_TIMEOUT_S`` (default 30): connect and query bound of every
     ClickHouse call (a server's HTTP timeouts; the embedded engine's wait for its data path)."""

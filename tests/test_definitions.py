@@ -39,6 +39,18 @@ def test_the_sync_cycle_job_runs_snapshot_translations_commits_and_metrics_with_
         assert {c.name for c in defs.resolve_assets_def(asset).check_keys} == names
 
 
+def test_the_continuous_job_runs_its_one_asset_with_checks_a_freshness_policy_and_the_sync_tag():
+    job = defs.resolve_job_def("offset_sync_continuous")
+    assert {key.to_user_string() for key in job.asset_layer.executable_asset_keys} == {"offset_continuous_sync"}
+    assert job.tags.get("offset_pipeline/sync") == "continuous"
+    # a hung continuous run is failed by run monitoring after its run length and a margin
+    assert int(job.tags["dagster/max_runtime"]) == 900 + 600
+    asset = defs.resolve_assets_def("offset_continuous_sync")
+    assert {c.name for c in asset.check_keys} == {"no_loss", "sync_freshness", "clusters_readable", "checkpoints_written"}
+    policy = asset.specs_by_key[asset.key].freshness_policy
+    assert policy is not None and policy.fail_window.to_timedelta().total_seconds() == 2 * 900 + 300
+
+
 def test_the_fast_forward_job_is_apart_from_the_cycle_and_shares_its_concurrency_tag():
     job = defs.resolve_job_def("offset_fast_forward")
     assert {key.to_user_string() for key in job.asset_layer.executable_asset_keys} == {"offset_fast_forwards"}

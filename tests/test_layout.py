@@ -16,10 +16,11 @@ PACKAGE = REPO / "offset_pipeline"
 #: Room -> layer; a room may import rooms of a lower layer only (and itself). ARCHITECTURE.md.
 LAYERS = {
     "translation": 0,
-    "settings": 1,
+    "settings": 1, "run_targets": 1,
     "kafka_io": 2, "storage": 2,
-    "sync": 3, "audit": 3, "monitoring": 3, "housekeeping": 3,
+    "sync": 3, "audit": 3, "monitoring": 3, "housekeeping": 3, "readiness": 3,
     "fast_forward": 4,  # builds on the sync cycle's commit step
+    "continuous": 4,  # the sync cycle's steps, back to back, with monitoring rows at checkpoints
     "resources": 5,
     "assets": 6, "sensors": 6,
     "definitions": 7,

@@ -2,10 +2,11 @@
 
 from offset_pipeline.assets.audit import offset_failover_audit
 from offset_pipeline.assets.commit import offset_standby_commits
+from offset_pipeline.assets.continuous import offset_continuous_sync
 from offset_pipeline.assets.fast_forward import offset_fast_forwards
 from offset_pipeline.assets.metrics import offset_sync_metrics
 from offset_pipeline.assets.snapshot import offset_snapshot
 from offset_pipeline.assets.translation import offset_translations
 
-all_assets: list = [offset_snapshot, offset_translations, offset_standby_commits, offset_sync_metrics, offset_fast_forwards,
-                   offset_failover_audit]
+all_assets: list = [offset_snapshot, offset_translations, offset_standby_commits, offset_sync_metrics,
+                   offset_continuous_sync, offset_fast_forwards, offset_failover_audit]

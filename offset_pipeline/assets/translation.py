@@ -155,7 +155,7 @@ def offset_translations(
     rows = [result_row(r, snapshot_id, cycle_time_ms) for r in cycle.undecided]
     job = TranslationJob(cycle.work, confs, snapshot_id, cycle_time_ms, _read_settings(config), spark.job_timeout_s,
                          earlier.first_keys & partition_keys(cycle.work))
-    rows += _translate_on_spark(context, spark, job)
+    rows += translate_on_spark(context, spark, job)
     deferred = deferred_rows(rows)
     deferred_keys = partition_keys(deferred)
     _warn_deferred(context, job, deferred, deferred_keys)
@@ -197,7 +197,7 @@ def _detect_shapes(context: dg.AssetExecutionContext, config: TranslationConfig,
     return shape_step
 
 
-def _translate_on_spark(context: dg.AssetExecutionContext, spark: SparkResource, job: TranslationJob) -> list[dict]:
+def translate_on_spark(context: dg.AssetExecutionContext, spark: SparkResource, job: TranslationJob) -> list[dict]:
     """The job's rows from Spark, bounded; when Spark refuses, fails or runs past its bound, a
     spark_unavailable row per work row (``job.error`` says why)."""
     if not job.work:

@@ -216,13 +216,14 @@ class CycleMetrics:
 
 def cycle_metrics(writer: SpoolingClient, snapshot_id: str, cycle_time_ms: int, log_end: dict[LogEndKey, int | None],
                   fact_rows: Iterable[tuple], *, mirror_window_s: float, lagging_after_s: float,
-                  graph_hours: float) -> CycleMetrics:
+                  graph_hours: float | None) -> CycleMetrics:
     """The monitoring step on this run's ``log_end`` and ``fact_rows`` (:func:`carried_cycle_rows`):
-    rows computed and written, the status table and counts, the convergence graph. Reads and writes
-    with ``writer`` (whose ``client`` is open)."""
+    rows computed and written, the status table and counts, the convergence graph (none when
+    ``graph_hours`` is None: a continuous run's checkpoints draw it once, at the run's end). Reads and
+    writes with ``writer`` (whose ``client`` is open)."""
     ends = read_log_ends(writer.client, snapshot_id, log_end, cycle_time_ms, mirror_window_s)
     rows, written = write_metric_rows(writer, cycle_time_ms, cycle_facts(fact_rows, ends), lagging_after_s)
     table = status_table(rows)
     statuses, group_status = status_counts(rows)
-    graph = convergence_graph(writer.client, cycle_time_ms, graph_hours)
+    graph = convergence_graph(writer.client, cycle_time_ms, graph_hours) if graph_hours is not None else ""
     return CycleMetrics(rows, written, table, statuses, group_status, graph)

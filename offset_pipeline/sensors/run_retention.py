@@ -13,7 +13,10 @@ import time
 
 import dagster as dg
 
-from offset_pipeline.housekeeping.run_retention import apply_run_retention, run_retention
+from offset_pipeline.housekeeping.run_retention import (
+    apply_run_retention,
+    run_retention,
+)
 
 # Read at load: a bad value fails the code location, not a tick an hour later.
 RUN_RETENTION = run_retention()

@@ -34,12 +34,6 @@ from collections import Counter, defaultdict
 
 import dagster as dg
 
-from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
-from offset_pipeline.resources.mirrors import MirrorsResource
-from offset_pipeline.sensors.run_targets import FAST_FORWARD_JOB, SYNC_CONCURRENCY_TAG
-from offset_pipeline.sensors.sync_cadence import IN_FLIGHT, sync_interval_s
-from offset_pipeline.settings import kafka_timeout_s, stale_window_s
-from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
 from offset_pipeline.fast_forward.stale_candidates import (
     LogEnds,
     StaleVerdict,
@@ -47,6 +41,12 @@ from offset_pipeline.fast_forward.stale_candidates import (
     partition_histories,
     skip_reason,
 )
+from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
+from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
+from offset_pipeline.resources.mirrors import MirrorsResource
+from offset_pipeline.run_targets import FAST_FORWARD_JOB, SYNC_CONCURRENCY_TAG
+from offset_pipeline.sensors.sync_cadence import IN_FLIGHT, MODE, sync_interval_s
+from offset_pipeline.settings import checkpoint_s, kafka_timeout_s, stale_window_s
 from offset_pipeline.storage import snapshots
 from offset_pipeline.storage.stale_history import read_stale_history
 
@@ -170,7 +170,8 @@ def evaluate_stale_tick(context, now_ms: int, clickhouse: ClickHouseResource, cl
     # Waiting: quiet, no lag, and the window ends before the next snapshot is due: later ticks read
     # them live again without a new snapshot, so a fast-forward follows the window by one tick, not
     # one cycle. Busy partitions never count: their quiet restarts at every snapshot.
-    next_snapshot_ms = now_ms + sync_interval_s() * 1000
+    # (a continuous run writes its state every checkpoint: the snapshot to come)
+    next_snapshot_ms = now_ms + (checkpoint_s() if MODE == "continuous" else sync_interval_s()) * 1000
     waiting = sum(1 for v in rejected if v.quiet_by(next_snapshot_ms, window_s))
     new_cursor = json.dumps({"newest_snapshot_ms": newest, "evaluated_at_ms": now_ms, "summary": summary,
                              "rejections": dict(counts), "waiting": waiting})

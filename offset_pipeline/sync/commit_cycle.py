@@ -89,16 +89,19 @@ class CycleCommits:
 
 
 def commit_groups(by_group: Mapping[str, list[TranslatedRow]], clusters: Mapping[str, object], cycle: CycleContext,
-                  previous_committed: Mapping, parallel_groups: int) -> CycleCommits:
+                  previous_committed: Mapping, parallel_groups: int, io: IsolatedGroupIO | None = None) -> CycleCommits:
     """:func:`commit_group` for each group of ``by_group``, ``parallel_groups`` at a time.
 
     ``clusters``: cluster name -> its ``KafkaClusterResource`` (as :func:`commit_group` takes
     them; each one's ``plain()`` settings go to its child process); ``previous_committed``:
-    :attr:`CommitHistory.previous_committed`.
+    :attr:`CommitHistory.previous_committed`; ``io``: child processes that outlive this cycle (a
+    continuous run's, closed by its owner); by default the cycle starts its own and closes them.
     """
     # Each cluster's calls in a child process of its own (kafka_io/group_io.py): a librdkafka
     # abort costs the groups in flight on that cluster, not the run.
-    io = IsolatedGroupIO({name: resource.plain() for name, resource in clusters.items()})
+    owned = io is None
+    if io is None:
+        io = IsolatedGroupIO({name: resource.plain() for name, resource in clusters.items()})
     unreachable: dict = {}
 
     kafka_started = time.monotonic()
@@ -118,7 +121,8 @@ def commit_groups(by_group: Mapping[str, list[TranslatedRow]], clusters: Mapping
                 lines += [(commit_log_line(commit), commit.decision in ROUTINE_COMMITS) for commit in plan]
                 stored += group_rows
     finally:
-        io.close()
+        if owned:
+            io.close()
     return CycleCommits(stored, lines, unreachable, time.monotonic() - kafka_started)
 
 

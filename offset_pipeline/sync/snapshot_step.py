@@ -87,14 +87,20 @@ class _ClusterReader:
             c.close()
 
 
-def read_clusters(admin_configs: AdminConfigs, group_filter: GroupFilter, timeout_s: float) -> ClusterReads:
+def read_clusters(admin_configs: AdminConfigs, group_filter: GroupFilter, timeout_s: float,
+                  calls: Mapping[str, IsolatedCalls] | None = None) -> ClusterReads:
     """Every cluster's groups, then the log facts of the partitions they involve, ``timeout_s`` per
-    Kafka wait. Never raises for a cluster that cannot be read: it is in ``unavailable``."""
+    Kafka wait. Never raises for a cluster that cannot be read: it is in ``unavailable``.
+
+    ``calls``: a child process per cluster that outlives this read (a continuous run's, closed by its
+    owner); by default each cluster gets one for this read only."""
     # Each cluster's reads in a child process of its own (kafka_io/isolated.py): librdkafka can
     # abort its process when admin requests time out around a broker restart; so it costs only that
     # cluster's facts. Both clusters are read at once.
     reads = ClusterReads()
-    reader = _ClusterReader({name: IsolatedCalls(name) for name in admin_configs}, admin_configs, timeout_s)
+    owned = calls is None
+    reader = _ClusterReader(dict(calls) if calls is not None else {name: IsolatedCalls(name) for name in admin_configs},
+                            admin_configs, timeout_s)
     try:
         with ThreadPoolExecutor(max_workers=len(admin_configs), thread_name_prefix="offset-snapshot") as pool:
             listed = pool.map(lambda name: reader.groups_of(name, group_filter), admin_configs)
@@ -106,7 +112,8 @@ def read_clusters(admin_configs: AdminConfigs, group_filter: GroupFilter, timeou
             for name, ranges in zip(readable, ranged):
                 reads.add_ranges(name, ranges)
     finally:
-        reader.close()
+        if owned:
+            reader.close()
     return reads
 
 

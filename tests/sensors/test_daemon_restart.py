@@ -96,7 +96,7 @@ def test_a_restarted_daemon_ends_the_run_in_flight_and_resumes_the_sync(own_pair
                OFFSET_PIPELINE_IDC1_BOOTSTRAP=own_pair.bootstrap("idc1"),
                OFFSET_PIPELINE_IDC2_BOOTSTRAP=own_pair.bootstrap("idc2"),
                OFFSET_PIPELINE_CLICKHOUSE_DSN=f"chdb://{tmp_path / 'clickhouse'}",
-               OFFSET_PIPELINE_SYNC_INTERVAL_S=str(INTERVAL_S),
+               OFFSET_PIPELINE_SYNC_MODE="interval", OFFSET_PIPELINE_SYNC_INTERVAL_S=str(INTERVAL_S),
                # local Spark starts a JVM in every run worker: slow on a loaded 2-core machine
                OFFSET_PIPELINE_SPARK_TIMEOUT_S="300")
     subprocess.run([sys.executable, "-m", "devstack", "instance-config", str(home)], check=True,

@@ -38,6 +38,7 @@ PROJECT = ProjectParts(
     assets_by_group={
         "offset_sync": frozenset({"offset_snapshot", "offset_translations", "offset_standby_commits",
                                   "offset_sync_metrics"}),
+        "offset_sync_continuous": frozenset({"offset_continuous_sync"}),
         "stale_partitions": frozenset({"offset_fast_forwards"}),
         "audits": frozenset({"offset_failover_audit"}),
     },
@@ -46,12 +47,14 @@ PROJECT = ProjectParts(
         "offset_translations": frozenset({"translation_engine_available", "translation_complete"}),
         "offset_sync_metrics": frozenset({"metrics_written"}),
         "offset_standby_commits": frozenset({"no_loss", "sync_freshness"}),
+        "offset_continuous_sync": frozenset({"no_loss", "sync_freshness", "clusters_readable", "checkpoints_written"}),
         "offset_fast_forwards": frozenset({"no_loss"}),
         "offset_failover_audit": frozenset({"no_loss_in_window"}),
     },
-    sensors=frozenset({"offset_sync_sensor", "stale_partition_sensor", "dagster_run_retention"}),
+    sensors=frozenset({"offset_continuous_sync_sensor", "offset_sync_sensor", "stale_partition_sensor",
+                       "dagster_run_retention"}),
     schedules=frozenset({"offset_failover_audit_schedule"}),
-    jobs=frozenset({"offset_sync_cycle", "offset_fast_forward", "offset_failover_audit_job"}),
+    jobs=frozenset({"offset_sync_cycle", "offset_sync_continuous", "offset_fast_forward", "offset_failover_audit_job"}),
 )
 
 

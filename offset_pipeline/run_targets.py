@@ -6,6 +6,7 @@ the reverse.
 """
 
 SYNC_JOB = "offset_sync_cycle"
+CONTINUOUS_JOB = "offset_sync_continuous"
 FAST_FORWARD_JOB = "offset_fast_forward"
 AUDIT_JOB = "offset_failover_audit_job"
 
@@ -15,3 +16,8 @@ SYNC_CONCURRENCY_TAG = "offset_pipeline/sync"
 # Dagster's run monitoring (deploy/dagster.yaml) fails a run still going after this long: a cycle
 # takes seconds, and a run worker killed mid-cycle would otherwise hold the sync sensor for ever.
 SYNC_MAX_RUNTIME_TAGS = {"dagster/max_runtime": "300"}
+
+#: A continuous run syncs for OFFSET_PIPELINE_CONTINUOUS_RUN_S (default 900 s) and then ends; run
+#: monitoring fails one still going this long after its start (the first cycle and the last
+#: checkpoint included): a worker that hangs holds the sync for at most this long.
+CONTINUOUS_MAX_RUNTIME_MARGIN_S = 600

@@ -1,0 +1,93 @@
+"""A continuous sync run in this process, outside Dagster, for the benchmarks (continuous_benchmark.py,
+mm2_comparison.py): the product's ``ContinuousSync`` with the project's resources pointed at the
+benchmark's clusters, an embedded ClickHouse and local Spark (or a Spark Connect server).
+
+``watch(outcome, state)`` is called after every cycle in the sync's thread."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from offset_pipeline.continuous.checkpoint import CheckpointSettings
+from offset_pipeline.continuous.loop import (
+    ContinuousIO,
+    ContinuousSettings,
+    ContinuousSync,
+    RunSummary,
+)
+from offset_pipeline.kafka_io.group_offsets import DEFAULT_GROUP_EXCLUDE, GroupFilter
+from offset_pipeline.resources import (
+    ClickHouseResource,
+    KafkaClusterResource,
+    SparkResource,
+)
+from offset_pipeline.resources.clickhouse import close_embedded_clients
+from offset_pipeline.resources.spark import SparkUnavailable
+from offset_pipeline.sync.spark_translation import untranslated_rows
+from offset_pipeline.sync.translation_step import ReadSettings, TranslationJob
+from offset_pipeline.translation import TranslationStatus
+
+
+def spark_runner(spark: SparkResource, log: logging.Logger) -> Callable[[TranslationJob], list[dict]]:
+    def run(job: TranslationJob) -> list[dict]:
+        job.start()
+        try:
+            rows = spark.run_job(job, what=f"translating {len(job.work)} group-partitions on Spark")
+            job.finish(None)
+        except SparkUnavailable as exc:
+            log.warning("spark unavailable: %s", exc)
+            job.finish(str(exc))
+            rows = untranslated_rows(job.work, TranslationStatus.SPARK_UNAVAILABLE, str(exc), job.snapshot_id,
+                                     job.cycle_time_ms)
+        return rows
+
+    return run
+
+
+class BenchContinuousRun:
+    """``ContinuousSync`` over ``bootstraps`` in a thread of this process."""
+
+    def __init__(self, bootstraps: dict[str, str], dsn: str, shapes: dict[str, str], *, group_include: str = ".*",
+                 dry_run: bool = False, mirror_writes_headers: bool = True, spark_connect_url: str | None = None,
+                 checkpoint_s: float = 30.0, watch=None, run_id: str = "bench-continuous"):
+        self.log = logging.getLogger("continuous_run")
+        clusters = {name: KafkaClusterResource(cluster_name=name, bootstrap_servers=bs) for name, bs in bootstraps.items()}
+        clickhouse = ClickHouseResource(dsn=dsn)
+        spark = SparkResource(connect_url=spark_connect_url) if spark_connect_url else SparkResource()
+        io = ContinuousIO(clusters=clusters, clickhouse=clickhouse, run_spark=spark_runner(spark, self.log),
+                          spark_bound_s=spark.job_timeout_s, release_clickhouse=lambda: close_embedded_clients(dsn))
+        reads = ReadSettings(window=50, refine_window=200, kafka_timeout_s=10.0, read_budget_s=60.0,
+                             mirror_writes_headers=mirror_writes_headers)
+        settings = ContinuousSettings(
+            group_filter=GroupFilter(group_include, DEFAULT_GROUP_EXCLUDE), shapes=dict(shapes), reads=reads, dry_run=dry_run,
+            checkpoint_s=checkpoint_s,
+            checkpoint=CheckpointSettings(clusters=tuple(bootstraps),
+                                          confs={n: r.client_config() for n, r in clusters.items()}),
+        )
+        self.sync = ContinuousSync(run_id, io, settings, self.log, on_cycle=watch)
+        self.stop = threading.Event()
+        self.summary: RunSummary | None = None
+        self.error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, run_for_s: float) -> BenchContinuousRun:
+        def target() -> None:
+            try:
+                self.summary = self.sync.run(run_for_s, self.stop)
+            except BaseException as exc:  # noqa: BLE001 - reported by join()
+                self.error = exc
+
+        self._thread = threading.Thread(target=target, name="continuous-sync", daemon=True)
+        self._thread.start()
+        return self
+
+    def join(self, timeout_s: float | None = None) -> RunSummary:
+        assert self._thread is not None
+        self._thread.join(timeout_s)
+        if self.error is not None:
+            raise RuntimeError(f"the continuous run failed: {self.error!r}") from self.error
+        if self._thread.is_alive():
+            raise RuntimeError("the continuous run did not end in time")
+        return self.summary

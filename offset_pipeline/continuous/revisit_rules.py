@@ -1,0 +1,160 @@
+"""Which group-partitions a continuous sync cycle translates again, and why (pure).
+
+A continuous run (``continuous/loop.py``) reads both clusters every cycle, about once a
+second, but translates and commits only what may have a new answer. This module decides that from
+two consecutive reads (snapshot tuples in ``sync/work.py``'s ``SNAPSHOT_COLUMNS`` order) and what
+the run remembers of each group-partition. No Kafka, Spark, Dagster or ClickHouse here.
+
+Invariants (tests/continuous/test_revisit_rules.py, table-driven and property-based):
+
+* **new**: a group-partition this run never translated is revisited;
+* **group_changed**: every group-partition of a group whose member count or state changed on either
+  cluster is revisited (its direction may have changed);
+* **offset_moved**: a group-partition whose committed offset changed on either cluster is revisited,
+  except a standby offset equal to what this run wrote there (its own commit is not news);
+* **facts_changed**: a group-partition whose log start moved, whose log end went back (a truncated
+  or recreated topic), whose presence, timestamp type or read error changed, is revisited;
+* **unsettled**: a group-partition whose last result was not settled (an inexact or no translation,
+  or a commit that did not end synced) is revisited once ``revisit_s`` passed since its last
+  translation, and only then: a broken partition costs one read per ``revisit_s``, not one per cycle;
+* nothing else is revisited. A settled group-partition (an exact translation, committed) whose
+  facts did not change keeps its answer: the copy of the record at an unchanged committed offset
+  does not move, and a group at its log end stays right as records arrive after it (its standby
+  offset is where the copy of the next record lands). A growing log end alone is not a change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from offset_pipeline.translation import TranslationStatus
+
+GroupPartition = tuple[str, str, int]  # group, topic, partition
+
+
+class RevisitReason(str, Enum):
+    """Why a group-partition is translated again this cycle (counted in the run's metadata)."""
+
+    NEW = "new"
+    GROUP_CHANGED = "group_changed"
+    OFFSET_MOVED = "offset_moved"
+    FACTS_CHANGED = "facts_changed"
+    UNSETTLED = "unsettled"
+
+    def __str__(self) -> str:  # pragma: no cover - cosmetic
+        return self.value
+
+
+@dataclass(frozen=True)
+class PartitionMemory:
+    """What the run remembers of one group-partition since it last translated it."""
+
+    translated_at_s: float  # monotonic seconds of that translation
+    status: str  # its translation status
+    commit_synced: bool  # its commit ended synced (or nothing needed writing)
+
+    @property
+    def settled(self) -> bool:
+        """An exact translation whose commit ended synced: nothing to gain from reading it again."""
+        try:
+            exact = TranslationStatus(self.status).exact
+        except ValueError:
+            return False
+        return exact and self.commit_synced
+
+
+@dataclass(frozen=True)
+class SideFacts:
+    """One cluster's facts of one group-partition, as compared between cycles."""
+
+    members: int
+    group_state: str
+    committed: int | None
+    present: bool
+    log_start: int | None
+    log_end: int | None
+    timestamp_type: str
+    read_error: str
+
+
+def side_facts(rows: Iterable[tuple]) -> dict[tuple[str, str, str, int], SideFacts]:
+    """(cluster, group, topic, partition) -> :class:`SideFacts` of snapshot tuples (``SNAPSHOT_COLUMNS``)."""
+    out = {}
+    for row in rows:
+        cluster, group_id, members, topic, partition, committed, present, log_start, log_end, ts_type = row[:10]
+        group_state, read_error = (tuple(row[10:12]) + ("", ""))[:2]
+        out[(cluster, group_id, topic, int(partition))] = SideFacts(
+            int(members), group_state or "", None if committed is None else int(committed), bool(present),
+            log_start, log_end, ts_type or "", read_error or "",
+        )
+    return out
+
+
+def _group_facts(facts: Mapping[tuple[str, str, str, int], SideFacts]) -> dict[tuple[str, str], tuple[int, str]]:
+    """(cluster, group) -> (members, state): the largest member count any row of it says, and its state."""
+    out: dict[tuple[str, str], tuple[int, str]] = {}
+    for (cluster, group_id, _, _), f in facts.items():
+        members, _ = out.get((cluster, group_id), (0, ""))
+        out[(cluster, group_id)] = (max(members, f.members), f.group_state)
+    return out
+
+
+def _facts_changed(before: SideFacts | None, now: SideFacts | None) -> bool:
+    if before is None or now is None:
+        return before is not now
+    if (before.present, before.timestamp_type, before.read_error) != (now.present, now.timestamp_type, now.read_error):
+        return True
+    if before.log_start != now.log_start:
+        return True
+    return before.log_end is not None and now.log_end is not None and now.log_end < before.log_end
+
+
+def partitions_to_revisit(
+    previous: Iterable[tuple] | None,
+    current: Iterable[tuple],
+    memory: Mapping[GroupPartition, PartitionMemory],
+    written_by_sync: Mapping[tuple[str, str], Mapping[tuple[str, int], int]],
+    now_s: float,
+    revisit_s: float,
+) -> dict[GroupPartition, RevisitReason]:
+    """group-partition -> why it is translated again this cycle, for every group-partition of
+    ``current`` that needs it (see the module's invariants).
+
+    ``previous``: the previous cycle's snapshot tuples (None: this run's first read, everything is
+    new); ``memory``: what the run remembers per group-partition; ``written_by_sync``: (cluster,
+    group) -> {(topic, partition): offset} this run committed there; ``now_s``: monotonic seconds.
+    """
+    now = side_facts(current)
+    before = side_facts(previous) if previous is not None else {}
+    groups_now, groups_before = _group_facts(now), _group_facts(before)
+    changed_groups = {group for (cluster, group), facts in groups_now.items()
+                      if groups_before.get((cluster, group)) != facts}
+    changed_groups |= {group for (cluster, group) in groups_before if (cluster, group) not in groups_now}
+
+    out: dict[GroupPartition, RevisitReason] = {}
+    by_partition: dict[GroupPartition, list[tuple[str, SideFacts]]] = {}
+    for (cluster, group_id, topic, partition), facts in now.items():
+        by_partition.setdefault((group_id, topic, partition), []).append((cluster, facts))
+    for key, sides in sorted(by_partition.items()):
+        group_id, topic, partition = key
+        remembered = memory.get(key)
+        if remembered is None or previous is None:
+            out[key] = RevisitReason.NEW
+        elif group_id in changed_groups:
+            out[key] = RevisitReason.GROUP_CHANGED
+        elif any(_offset_moved(before.get((c, group_id, topic, partition)), f, written_by_sync.get((c, group_id), {})
+                               .get((topic, partition))) for c, f in sides):
+            out[key] = RevisitReason.OFFSET_MOVED
+        elif any(_facts_changed(before.get((c, group_id, topic, partition)), f) for c, f in sides):
+            out[key] = RevisitReason.FACTS_CHANGED
+        elif not remembered.settled and now_s - remembered.translated_at_s >= revisit_s:
+            out[key] = RevisitReason.UNSETTLED
+    return out
+
+
+def _offset_moved(before: SideFacts | None, now: SideFacts, written: int | None) -> bool:
+    if before is None:
+        return True
+    return now.committed != before.committed and not (written is not None and now.committed == written)

@@ -1,0 +1,164 @@
+"""What a continuous sync run remembers between its cycles, and the checkpoint it writes from it.
+
+A continuous run (``continuous/loop.py``) keeps the newest answer of every group-partition in
+memory: the last read of both clusters, the last translation result, the last commit row, the
+anchors, each group's direction and the offsets it wrote. A cycle replaces the entries of the
+group-partitions it translated again (``continuous/revisit_rules.py``); the others keep theirs.
+
+Every checkpoint interval the state is written to ClickHouse as one cycle of the interval mode
+(:meth:`ContinuousState.checkpoint`): the newest read as the snapshot, every group-partition's
+current result as its translation, its newest commit row, so the audits, the stale sensor, the
+monitoring and the next run read the same tables at the same 30-second grain as before, and
+ClickHouse grows no faster than with a cycle every 30 s.
+
+Invariants (tests/continuous/test_run_state.py):
+
+* a checkpoint holds exactly one snapshot row per row of the newest read, one translation row and
+  at most one commit row per group-partition of it, all stamped with the checkpoint's id and time;
+* a commit row not made since the previous checkpoint is written as what it left behind: a write
+  that was applied becomes ``unchanged`` at its new offset, ``applied`` false (the metrics count a
+  write once, and the partition stays synced);
+* a group-partition gone from the newest read is forgotten (its group or topic was deleted);
+* anchors: a checkpoint writes the anchors that changed since the previous checkpoint only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from offset_pipeline.continuous.revisit_rules import GroupPartition, PartitionMemory
+from offset_pipeline.storage.commits import SYNCED_WRITES, CommitRow
+from offset_pipeline.storage.snapshots import SnapshotRow
+from offset_pipeline.sync.translation_step import anchor_changes
+from offset_pipeline.sync.work import SNAPSHOT_COLUMNS
+from offset_pipeline.translation import Anchor, DirectionHistory
+
+AnchorKey = tuple[str, str, int, str, str]  # group, topic, partition, active, standby
+
+
+def snapshot_tuple(row: SnapshotRow) -> tuple:
+    return tuple(getattr(row, c) for c in SNAPSHOT_COLUMNS)
+
+
+def carried_commit(row: CommitRow, snapshot_id: str, cycle_time_ms: int) -> CommitRow:
+    """``row`` as a checkpoint after the one that recorded it writes it: an applied write is now
+    ``unchanged`` at its new offset; anything else keeps its decision, not applied again."""
+    stamped = replace(row, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms, applied=False)
+    if row.decision in SYNCED_WRITES and row.applied:
+        at = row.committed_after if row.committed_after is not None else row.new_offset
+        return replace(stamped, decision="unchanged", previous_offset=at, new_offset=at, committed_after=at, error=None,
+                       reason=f"standby at {at} since cycle {row.snapshot_id}")
+    return stamped
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One checkpoint's rows, ready for the storage modules' inserts."""
+
+    checkpoint_id: str
+    time_ms: int
+    snapshot_rows: list[SnapshotRow]
+    translation_rows: list[dict[str, Any]]
+    commit_rows: list[CommitRow]
+    anchor_rows: list[dict[str, Any]]
+
+
+@dataclass
+class ContinuousState:
+    """The run's memory (see the module's docstring). Not thread-safe: the loop's thread owns it;
+    :meth:`checkpoint` returns copies another thread may write."""
+
+    clusters: tuple[str, str]
+    snapshot: list[SnapshotRow] | None = None  # the newest read
+    results: dict[GroupPartition, dict[str, Any]] = field(default_factory=dict)
+    commits: dict[GroupPartition, CommitRow] = field(default_factory=dict)
+    memory: dict[GroupPartition, PartitionMemory] = field(default_factory=dict)
+    anchors: dict[AnchorKey, Anchor] = field(default_factory=dict)
+    points: dict = field(default_factory=dict)  # kept fast-forward points (read when the run starts)
+    previous_active: dict[str, str] = field(default_factory=dict)
+    written_by_sync: dict[tuple[str, str], dict[tuple[str, int], int]] = field(default_factory=dict)
+    detected_shapes: dict[str, str] = field(default_factory=dict)
+    anchors_written: dict[AnchorKey, Anchor] = field(default_factory=dict)  # as of the last checkpoint
+    committed_since_checkpoint: set[GroupPartition] = field(default_factory=set)
+
+    def snapshot_tuples(self) -> list[tuple] | None:
+        return None if self.snapshot is None else [snapshot_tuple(r) for r in self.snapshot]
+
+    def history(self) -> DirectionHistory:
+        """What the direction rules need: the newest read's offsets as ``committed_before``, the offsets
+        this run wrote, and each group's last direction."""
+        if self.snapshot is None:
+            return DirectionHistory(previous_active=dict(self.previous_active))
+        before: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
+        for r in self.snapshot:
+            if r.committed_offset is not None:
+                before.setdefault((r.cluster, r.group_id), {})[(r.topic, int(r.partition))] = int(r.committed_offset)
+        return DirectionHistory(committed_before=before, written_by_sync=self.written_by_sync,
+                                previous_active=dict(self.previous_active))
+
+    def previous_committed(self) -> dict[tuple[str, str], dict[tuple[str, int], int]]:
+        """(cluster, group) -> {(topic, partition): committed offset} of the newest read (the commit
+        step's ``active_before``: resets on the active cluster)."""
+        return self.history().committed_before or {}
+
+    def record(self, snapshot: list[SnapshotRow], results: Iterable[dict[str, Any]], commits: Iterable[CommitRow],
+               directions: Mapping[str, Any], now_s: float) -> None:
+        """A cycle's read, its new results and commit rows, its groups' directions (``DirectionDecision``)."""
+        self.snapshot = snapshot
+        for row in results:
+            key = (row["group_id"], row["topic"], int(row["partition"]))
+            self.results[key] = row
+            self._keep_anchor(row)
+            self.memory[key] = PartitionMemory(now_s, row["status"], commit_synced=False)
+        for commit in commits:
+            key = (commit.group_id, commit.topic, int(commit.partition))
+            self.commits[key] = commit
+            self.committed_since_checkpoint.add(key)
+            if key in self.memory:
+                self.memory[key] = replace(self.memory[key], commit_synced=commit.synced)
+            if commit.applied and commit.standby and commit.new_offset is not None:
+                self.written_by_sync.setdefault((commit.standby, commit.group_id), {})[
+                    (commit.topic, int(commit.partition))] = int(commit.new_offset)
+        for group_id, decision in directions.items():
+            if decision.active:
+                self.previous_active[group_id] = decision.active
+        self._forget_gone({(r.group_id, r.topic, int(r.partition)) for r in snapshot})
+
+    def forget_topics(self, topics: Iterable[str]) -> None:
+        """Translate these topics' group-partitions again next cycle (their shape changed)."""
+        topics = set(topics)
+        for key in [k for k in self.memory if k[1] in topics]:
+            del self.memory[key]
+
+    def _keep_anchor(self, row: Mapping[str, Any]) -> None:
+        if not (row["active"] and row["standby"]):
+            return
+        key = (row["group_id"], row["topic"], int(row["partition"]), row["active"], row["standby"])
+        a, s = row.get("keep_active_offset"), row.get("keep_standby_offset")
+        if a is None or s is None:
+            self.anchors.pop(key, None)
+        else:
+            self.anchors[key] = Anchor(row["active"], row["standby"], int(a), int(s))
+
+    def _forget_gone(self, present: set[GroupPartition]) -> None:
+        for table in (self.results, self.commits, self.memory):
+            for key in [k for k in table if k not in present]:
+                del table[key]
+        self.committed_since_checkpoint &= present
+
+    def checkpoint(self, checkpoint_id: str, time_ms: int) -> Checkpoint:
+        """The rows of a checkpoint now (see the module's invariants), and the state's marks moved on."""
+        snapshot_rows = [replace(r, snapshot_id=checkpoint_id, snapshot_time_ms=time_ms) for r in self.snapshot or []]
+        translation_rows = [{**row, "snapshot_id": checkpoint_id, "cycle_time": time_ms}
+                            for _, row in sorted(self.results.items())]
+        commit_rows = [
+            replace(row, snapshot_id=checkpoint_id, cycle_time_ms=time_ms) if key in self.committed_since_checkpoint
+            else carried_commit(row, checkpoint_id, time_ms)
+            for key, row in sorted(self.commits.items())
+        ]
+        anchor_rows = anchor_changes(translation_rows, self.anchors_written, checkpoint_id, time_ms)
+        self.anchors_written = dict(self.anchors)
+        self.committed_since_checkpoint = set()
+        return Checkpoint(checkpoint_id, time_ms, snapshot_rows, translation_rows, commit_rows, anchor_rows)

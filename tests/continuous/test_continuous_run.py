@@ -1,0 +1,152 @@
+"""``offset_continuous_sync`` on the real session clusters and mirrors, chdb and local Spark: one run
+follows a group's commits cycle after cycle, and leaves checkpoints in ClickHouse.
+
+Kafka state is read back with plain consumers; NO-LOSS and exactness are checked on the records."""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+
+import dagster as dg
+import pytest
+from confluent_kafka import Producer
+
+from offset_pipeline.assets.continuous import offset_continuous_sync
+from offset_pipeline.resources import (
+    ClickHouseResource,
+    KafkaClusterResource,
+    SparkResource,
+)
+from tests.assets.test_translation_asset import PARTITIONS, log_end, read_values
+from tests.conftest import wait_for
+from tests.kafka_io.test_standby_group_io import Member, committed
+
+pytestmark = pytest.mark.kafka
+
+RUN_FOR_S = 25
+RECORDS = 60  # per partition
+
+
+@pytest.fixture
+def one_way_topic(kafka_pair, session_mirrors, topic_name):
+    """A topic produced on idc1 only, copied to idc2 by the session mirror (origin headers): its
+    translation is exact (timestamp search refined by the headers). Returns (topic, records per partition)."""
+    topic = kafka_pair.create_topic(topic_name, partitions=PARTITIONS)
+    producer = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc1"), "log_level": 3})
+    for p in range(PARTITIONS):
+        for i in range(RECORDS):
+            producer.produce(topic, value=f"{topic}-{p}-{i}".encode(), partition=p)
+    producer.flush(30)
+    for p in range(PARTITIONS):
+        wait_for(lambda: log_end(kafka_pair.bootstrap("idc2"), topic, p) >= RECORDS, timeout=60,
+                 what=f"mirrored {topic}[{p}]")
+    return topic, RECORDS
+
+
+def run_config(group: str, topic: str) -> dict:
+    return {"ops": {"offset_continuous_sync": {"config": {
+        "run_for_s": RUN_FOR_S, "checkpoint_s": 5,
+        "snapshot": {"group_include": f"^{re.escape(group)}$"},
+        "translation": {"topic_shapes": {topic: "one_way:idc1"}},
+    }}}}
+
+
+def copy_of(idc1: dict[int, bytes], idc2: dict[int, bytes], c: int) -> int:
+    """The idc2 offset of the copy of idc1's record at ``c``."""
+    return next(o for o, v in idc2.items() if v == idc1[c])
+
+
+def assert_exact_and_loss_free(b1, b2, topic, per_partition, c: dict[int, int], t: dict[int, int]) -> None:
+    for p in range(PARTITIONS):
+        idc1 = read_values(b1, topic, p, per_partition)
+        idc2 = read_values(b2, topic, p, per_partition)
+        offset_on_idc1 = {v: o for o, v in idc1.items()}
+        # NO-LOSS: every standby record below t is the copy of a record the group processed (below c)
+        assert all(offset_on_idc1[idc2[o]] < c[p] for o in range(t[p])), (p, t, c)
+        assert t[p] == copy_of(idc1, idc2, c[p]), (p, t, c)  # exact: no duplicate either
+
+
+def test_one_run_follows_the_group_commit_after_commit(kafka_pair, chdb_dsn, one_way_topic):
+    topic, per_partition = one_way_topic
+    b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    group = f'continuous {uuid.uuid4().hex[:8]} "q" ü'
+    member = Member(b1, group, topic)  # the group lives on idc1: its active cluster
+    resources = {
+        "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=b1),
+        "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=b2),
+        "clickhouse": ClickHouseResource(dsn=chdb_dsn),
+        "spark": SparkResource(),
+    }
+    outcome: dict = {}
+
+    def materialize() -> None:
+        outcome["result"] = dg.materialize([offset_continuous_sync], resources=resources,
+                                           run_config=run_config(group, topic), raise_on_error=False)
+
+    try:
+        first = {p: per_partition - 30 for p in range(PARTITIONS)}
+        member.commit(topic, first)
+        runner = threading.Thread(target=materialize)
+        runner.start()
+        # the first cycle syncs what the group committed before the run
+        expected = {}
+        for p in range(PARTITIONS):
+            expected[p] = copy_of(read_values(b1, topic, p, per_partition), read_values(b2, topic, p, per_partition),
+                                  first[p])
+        wait_for(lambda: committed(b2, group, topic) == expected, timeout=RUN_FOR_S, what="the first sync")
+
+        # then, in the same run, each new commit of the group reaches the standby by itself
+        for step in (7, 19):
+            moved = {p: first[p] + step for p in range(PARTITIONS)}
+            member.commit(topic, moved)
+            want = {p: copy_of(read_values(b1, topic, p, per_partition), read_values(b2, topic, p, per_partition),
+                               moved[p]) for p in range(PARTITIONS)}
+            assert runner.is_alive(), "the run ended before the group's later commits"
+            wait_for(lambda: committed(b2, group, topic) == want, timeout=10, what=f"the sync of {moved}")
+            assert_exact_and_loss_free(b1, b2, topic, per_partition, moved, want)
+        runner.join(RUN_FOR_S + 120)
+        assert not runner.is_alive()
+    finally:
+        member.close()
+
+    result = outcome["result"]
+    assert result.success
+    [materialization] = result.asset_materializations_for_node("offset_continuous_sync")
+    meta = {k: v.value for k, v in materialization.metadata.items()}
+    assert meta["cycles"] > 5 and meta["stopped_by"] == "rollover"
+    assert meta["revisited_new"] == PARTITIONS and meta["revisited_offset_moved"] >= 2 * PARTITIONS
+    assert meta["partitions_written"] >= 3 * PARTITIONS
+    assert meta["checkpoints"] >= 3 and meta["checkpoints_skipped"] == 0
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert checks["no_loss"].passed and checks["no_loss"].metadata["written_partitions"].value >= 3 * PARTITIONS
+    assert checks["sync_freshness"].passed and checks["clusters_readable"].passed
+    assert checks["checkpoints_written"].passed
+
+    # The checkpoints are cycles of the interval mode's tables: a snapshot with both clusters' rows,
+    # one translation and one commit row per group-partition, the monitoring rows; the newest says
+    # where the standby is now.
+    client = resources["clickhouse"].get_client()
+    run_id = result.run_id
+    per_checkpoint = client.query(
+        "SELECT s.snapshot_id, s.rows, t.rows, c.rows, m.rows FROM "
+        "(SELECT snapshot_id, count() AS rows FROM offset_snapshots WHERE group_id = {g:String} GROUP BY snapshot_id) s "
+        "JOIN (SELECT snapshot_id, count() AS rows FROM offset_translations WHERE group_id = {g:String} "
+        "GROUP BY snapshot_id) t USING snapshot_id "
+        "LEFT JOIN (SELECT snapshot_id, count() AS rows FROM offset_commits WHERE group_id = {g:String} "
+        "GROUP BY snapshot_id) c USING snapshot_id "
+        "LEFT JOIN (SELECT snapshot_id, count() AS rows FROM offset_sync_metrics WHERE group_id = {g:String} "
+        "GROUP BY snapshot_id) m USING snapshot_id ORDER BY s.snapshot_id",
+        parameters={"g": group},
+    ).result_rows
+    assert len(per_checkpoint) == meta["checkpoints"]
+    assert all(sid.startswith(run_id + ":") for sid, *_ in per_checkpoint)
+    assert all(rows == (2 * PARTITIONS, PARTITIONS, PARTITIONS, PARTITIONS) for _, *rows in per_checkpoint), per_checkpoint
+    newest = dict(client.query(
+        "SELECT partition, argMax(committed_after, cycle_time) FROM offset_commits WHERE group_id = {g:String} "
+        "GROUP BY partition", parameters={"g": group}).result_rows)
+    assert newest == committed(b2, group, topic)
+    applied = client.query("SELECT count() FROM offset_commits WHERE group_id = {g:String} AND applied",
+                           parameters={"g": group}).result_rows[0][0]
+    assert applied == meta["partitions_written"]  # each write counted once, carried ones as unchanged
