@@ -35,7 +35,7 @@ def test_the_sync_cycle_job_runs_snapshot_translations_commits_and_metrics_with_
     assert {check.name for check in checks} == {"no_loss", "sync_freshness"}
     for asset, names in (("offset_snapshot", {"clusters_readable"}),
                          ("offset_translations", {"translation_engine_available", "translation_complete"}),
-                         ("offset_sync_metrics", {"metrics_written"})):
+                         ("offset_sync_metrics", {"metrics_written", "switch_readiness"})):
         assert {c.name for c in defs.resolve_assets_def(asset).check_keys} == names
 
 
@@ -46,7 +46,8 @@ def test_the_continuous_job_runs_its_one_asset_with_checks_a_freshness_policy_an
     # a hung continuous run is failed by run monitoring after its run length and a margin
     assert int(job.tags["dagster/max_runtime"]) == 900 + 600
     asset = defs.resolve_assets_def("offset_continuous_sync")
-    assert {c.name for c in asset.check_keys} == {"no_loss", "sync_freshness", "clusters_readable", "checkpoints_written"}
+    assert {c.name for c in asset.check_keys} == {"no_loss", "sync_freshness", "clusters_readable", "switch_readiness",
+                                                  "checkpoints_written"}
     policy = asset.specs_by_key[asset.key].freshness_policy
     assert policy is not None and policy.fail_window.to_timedelta().total_seconds() == 2 * 900 + 300
 

@@ -22,7 +22,7 @@ LAYERS = {
     "fast_forward": 4,  # builds on the sync cycle's commit step
     "continuous": 4,  # the sync cycle's steps, back to back, with monitoring rows at checkpoints
     "resources": 5,
-    "assets": 6, "sensors": 6,
+    "assets": 6, "sensors": 6, "cli": 6,
     "definitions": 7,
 }
 PURE_ROOMS = {"translation"}

@@ -31,7 +31,12 @@ from offset_pipeline.audit.day_audit import (
     moments_of_day,
     write_days,
 )
-from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource, close_embedded_clients
+from offset_pipeline.resources import (
+    ClickHouseResource,
+    KafkaClusterResource,
+    SparkResource,
+    close_embedded_clients,
+)
 from offset_pipeline.resources.spark import SparkUnavailable
 from offset_pipeline.settings import audit_start_date, mirror_exactly_once, topic_shapes
 

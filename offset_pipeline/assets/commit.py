@@ -20,6 +20,13 @@ from collections import Counter
 import dagster as dg
 from pydantic import Field
 
+from offset_pipeline.assets.translation import TRANSLATION_ROWS
+from offset_pipeline.monitoring.decision_log import write_decision_lines
+from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
+from offset_pipeline.settings import dry_run_default, kafka_timeout_s
+from offset_pipeline.storage import commits, snapshots, translations
+from offset_pipeline.storage.deferred_writes import open_writer
+from offset_pipeline.sync import cycle_carry
 from offset_pipeline.sync.commit_checks import (
     FRESHNESS_CHECK,
     NO_LOSS_CHECK,
@@ -35,13 +42,6 @@ from offset_pipeline.sync.commit_cycle import (
     unrecorded_changes,
 )
 from offset_pipeline.sync.commit_step import CycleContext
-from offset_pipeline.monitoring.decision_log import write_decision_lines
-from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
-from offset_pipeline.settings import dry_run_default, kafka_timeout_s
-from offset_pipeline.sync import cycle_carry
-from offset_pipeline.assets.translation import TRANSLATION_ROWS
-from offset_pipeline.storage import commits, snapshots, translations
-from offset_pipeline.storage.deferred_writes import open_writer
 
 COMMIT_ROWS = "commit_rows"  # cycle_carry key: this run's CommitRow list
 

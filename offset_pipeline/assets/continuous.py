@@ -21,6 +21,12 @@ from pydantic import Field
 
 from offset_pipeline.assets.commit import CommitConfig
 from offset_pipeline.assets.metrics import MetricsConfig
+from offset_pipeline.assets.readiness_checks import (
+    READINESS_CHECK,
+    READINESS_CHECK_DESCRIPTION,
+    readiness_check,
+    readiness_metadata,
+)
 from offset_pipeline.assets.snapshot import SnapshotConfig
 from offset_pipeline.assets.translation import TranslationConfig, translate_on_spark
 from offset_pipeline.continuous.checkpoint import CheckpointSettings
@@ -84,6 +90,7 @@ def _freshness_fail_window() -> timedelta:
         dg.AssetCheckSpec(CLUSTERS_READABLE_CHECK, asset=ASSET,
                           description="Both clusters answered every cycle (WARN: names the clusters and how many "
                                       "cycles their groups were not synced)."),
+        dg.AssetCheckSpec(READINESS_CHECK, asset=ASSET, description="At the run's end: " + READINESS_CHECK_DESCRIPTION),
         dg.AssetCheckSpec(CHECKPOINTS_CHECK, asset=ASSET,
                           description="ClickHouse took every checkpoint (WARN: rows spooled or monitoring rows dropped; "
                                       "the sync committed anyway)."),
@@ -104,9 +111,11 @@ def offset_continuous_sync(
     context.log.info(f"offset-sync continuous run for {config.run_for_s:g}s, a checkpoint every {config.checkpoint_s:g}s")
     summary = sync.run(config.run_for_s)
     freshness = sync.freshness()
+    readiness = sync.last_readiness
     return dg.MaterializeResult(
-        metadata=_metadata(summary, time.monotonic() - started),
-        check_results=[_no_loss(summary), freshness.to_result(), _clusters_readable(summary), _checkpoints(summary)],
+        metadata={**_metadata(summary, time.monotonic() - started), **readiness_metadata(readiness)},
+        check_results=[_no_loss(summary), freshness.to_result(), _clusters_readable(summary), readiness_check(readiness),
+                       _checkpoints(summary)],
     )
 
 

@@ -20,17 +20,17 @@ from collections import Counter
 import dagster as dg
 from pydantic import Field
 
-from offset_pipeline.sync.commit_checks import NO_LOSS_CHECK, evaluate_no_loss
-from offset_pipeline.sync.commit_rules import commit_log_line
-from offset_pipeline.sync.commit_step import CycleContext
-from offset_pipeline.monitoring.decision_log import write_decision_lines
 from offset_pipeline.fast_forward.recheck import RequestedPartition
 from offset_pipeline.fast_forward.run import record_outcome
 from offset_pipeline.fast_forward.step import FastForwardRequest, fast_forward_group
+from offset_pipeline.monitoring.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.mirrors import MirrorsResource
 from offset_pipeline.settings import dry_run_default, kafka_timeout_s, stale_window_s
 from offset_pipeline.storage import fast_forwards
+from offset_pipeline.sync.commit_checks import NO_LOSS_CHECK, evaluate_no_loss
+from offset_pipeline.sync.commit_rules import commit_log_line
+from offset_pipeline.sync.commit_step import CycleContext
 from offset_pipeline.translation.log_line import PREFIX, Token, log_line
 
 FAST_FORWARD_KIND = "fast-forward"

@@ -16,6 +16,16 @@ import dagster as dg
 from clickhouse_connect.driver.exceptions import Error as ClickHouseClientError
 from pydantic import Field
 
+from offset_pipeline.assets.commit import COMMIT_ROWS
+from offset_pipeline.assets.readiness_checks import (
+    READINESS_CHECK,
+    READINESS_CHECK_DESCRIPTION,
+    cycle_readiness,
+    readiness_check,
+    readiness_metadata,
+)
+from offset_pipeline.assets.snapshot import SNAPSHOT_ROWS
+from offset_pipeline.assets.translation import TRANSLATION_ROWS
 from offset_pipeline.monitoring.metric_rules import STATUS_ORDER
 from offset_pipeline.monitoring.metrics_step import (
     CycleMetrics,
@@ -26,12 +36,21 @@ from offset_pipeline.monitoring.metrics_step import (
     status_rows_left_out,
 )
 from offset_pipeline.resources import ClickHouseResource
+from offset_pipeline.storage import (
+    commits,
+    cycle_rows,
+    metrics,
+    readiness,
+    snapshots,
+    translations,
+)
+from offset_pipeline.storage.deferred_writes import (
+    DeferredWrites,
+    ReplayResult,
+    SpoolingClient,
+    open_writer,
+)
 from offset_pipeline.sync import cycle_carry
-from offset_pipeline.assets.commit import COMMIT_ROWS
-from offset_pipeline.assets.snapshot import SNAPSHOT_ROWS
-from offset_pipeline.assets.translation import TRANSLATION_ROWS
-from offset_pipeline.storage import commits, cycle_rows, metrics, snapshots, translations
-from offset_pipeline.storage.deferred_writes import DeferredWrites, ReplayResult, SpoolingClient, open_writer
 
 
 class MetricsConfig(dg.Config):
@@ -43,6 +62,8 @@ class MetricsConfig(dg.Config):
     lagging_after_s: float = Field(default=120.0, gt=0)
     # How much history the convergence graph in the metadata shows.
     graph_hours: float = Field(default=2.0, gt=0)
+    # A group whose partitions were not all synced this long is not safe to switch (switch_readiness).
+    readiness_max_age_s: float = Field(default=300.0, gt=0)
 
 
 METRICS_WRITTEN_CHECK = "metrics_written"
@@ -53,6 +74,7 @@ METRICS_WRITTEN_CHECK = "metrics_written"
     deps=["offset_standby_commits"],
     kinds={"clickhouse"},
     check_specs=[
+        dg.AssetCheckSpec(READINESS_CHECK, asset="offset_sync_metrics", description=READINESS_CHECK_DESCRIPTION),
         dg.AssetCheckSpec(
             METRICS_WRITTEN_CHECK, asset="offset_sync_metrics",
             description="ClickHouse took this cycle's rows and every spooled insert (WARN: ClickHouse unavailable; "
@@ -69,7 +91,7 @@ def offset_sync_metrics(
     cycle_time_ms = int(time.time() * 1000)
     spool = clickhouse.deferred_writes()
     writer = open_writer(clickhouse, snapshots.ensure_table, commits.ensure_table, translations.ensure_tables,
-                         metrics.ensure_tables)
+                         metrics.ensure_tables, readiness.ensure_table)
     replay = spool.replay(writer.client) if writer.outcome.error is None else None
     if writer.outcome.error is not None or replay.error is not None:
         return _without_clickhouse(context, spool, writer.outcome.error or replay.error, replay, started)
@@ -84,14 +106,17 @@ def _with_clickhouse(context: dg.AssetExecutionContext, config: MetricsConfig, w
     log_end, fact_rows, rows_from = _cycle_rows(context, writer.client, snapshot_id)
     done = cycle_metrics(writer, snapshot_id, cycle_time_ms, log_end, fact_rows, mirror_window_s=config.mirror_window_s,
                          lagging_after_s=config.lagging_after_s, graph_hours=config.graph_hours)
+    ready = cycle_readiness(snapshot_id, cycle_time_ms, done.rows, fact_rows,
+                            cycle_carry.get(snapshot_id, TRANSLATION_ROWS), config.readiness_max_age_s)
+    readiness.insert_rows(writer, ready)
     statuses = done.partition_statuses
     context.log.info(
         f"offset-sync metrics {snapshot_id}: {done.written} group-partitions; "
         + ", ".join(f"{s}={statuses[s]}" for s in STATUS_ORDER if statuses[s])
     )
     return dg.MaterializeResult(
-        metadata=_metadata(done, rows_from, replay, started),
-        check_results=[dg.AssetCheckResult(
+        metadata={**_metadata(done, rows_from, replay, started), **readiness_metadata(ready)},
+        check_results=[readiness_check(ready), dg.AssetCheckResult(
             check_name=METRICS_WRITTEN_CHECK, passed=True, severity=dg.AssetCheckSeverity.WARN,
             description=f"{done.written} monitoring rows written" + (
                 f"; {replay.rows} spooled rows of earlier cycles written late" if replay.rows else ""),
@@ -153,6 +178,9 @@ def _without_clickhouse(context, spool: DeferredWrites, error: str, replay: Repl
         metadata={"group_partitions": 0, "clickhouse_error": error, **counts,
                   "total_seconds": round(time.monotonic() - started, 3)},
         check_results=[dg.AssetCheckResult(
+            check_name=READINESS_CHECK, passed=False, severity=dg.AssetCheckSeverity.WARN,
+            description=f"not evaluated: the last syncs of the groups are in ClickHouse, unavailable ({error[:200]})",
+        ), dg.AssetCheckResult(
             check_name=METRICS_WRITTEN_CHECK, passed=False, severity=dg.AssetCheckSeverity.WARN,
             description=f"ClickHouse unavailable ({error[:200]}): {len(facts)} monitoring rows dropped, "
                         f"{pending_files} inserts spooled for later",

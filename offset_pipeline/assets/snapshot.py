@@ -25,7 +25,12 @@ from offset_pipeline.storage import snapshots
 from offset_pipeline.storage.deferred_writes import WriteOutcome, open_writer
 from offset_pipeline.storage.snapshots import SnapshotRow
 from offset_pipeline.sync import cycle_carry
-from offset_pipeline.sync.snapshot_step import ClusterReads, UnreadFacts, read_clusters, unread_facts
+from offset_pipeline.sync.snapshot_step import (
+    ClusterReads,
+    UnreadFacts,
+    read_clusters,
+    unread_facts,
+)
 
 CLUSTERS_READABLE_CHECK = "clusters_readable"
 SNAPSHOT_ROWS = "snapshot_rows"  # cycle_carry key: this run's SnapshotRow list

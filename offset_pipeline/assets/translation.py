@@ -30,13 +30,21 @@ from collections import Counter
 import dagster as dg
 from pydantic import Field
 
+from offset_pipeline.assets.snapshot import SNAPSHOT_ROWS
 from offset_pipeline.monitoring.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.spark import SparkResource, SparkUnavailable
-from offset_pipeline.sync.spark_translation import result_row, untranslated_rows
-from offset_pipeline.settings import kafka_timeout_s, mirror_writes_headers, topic_shapes, translation_budget_s
-from offset_pipeline.sync.shape_step import ShapeSettings, ShapeStep, sample_and_detect
+from offset_pipeline.settings import (
+    kafka_timeout_s,
+    mirror_writes_headers,
+    topic_shapes,
+    translation_budget_s,
+)
+from offset_pipeline.storage import deferrals, fast_forwards, snapshots, translations
+from offset_pipeline.storage.deferred_writes import open_writer
 from offset_pipeline.sync import cycle_carry
+from offset_pipeline.sync.shape_step import ShapeSettings, ShapeStep, sample_and_detect
+from offset_pipeline.sync.spark_translation import result_row, untranslated_rows
 from offset_pipeline.sync.translation_step import (
     ReadSettings,
     TranslationJob,
@@ -46,13 +54,9 @@ from offset_pipeline.sync.translation_step import (
     snapshot_tuples,
     write_results,
 )
-from offset_pipeline.assets.snapshot import SNAPSHOT_ROWS
-from offset_pipeline.storage import deferrals, fast_forwards, snapshots, translations
-from offset_pipeline.storage.deferred_writes import open_writer
 from offset_pipeline.sync.work import CycleWork, build_work
 from offset_pipeline.translation import TranslationStatus
 from offset_pipeline.translation.log_line import log_line
-
 
 # An outage (or a spent read budget) gives every row of the cluster (or of the cycle) the same status
 # and reason: it is said once, by a Dagster warning and a WARN check, and each row is in ClickHouse.

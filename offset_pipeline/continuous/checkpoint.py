@@ -7,7 +7,7 @@ checkpoint is in flight at a time; one due while the last is still being written
 counted by the caller (the next carries the newest state anyway).
 
 The writer writes what a cycle of the interval mode writes (snapshot, translations, anchors,
-commits, the monitoring rows of ``monitoring/metrics_step.py``), replays the spool first, and
+commits, each group's readiness to switch, the monitoring rows of ``monitoring/metrics_step.py``), replays the spool first, and
 through the spool (``storage/deferred_writes.py``): a ClickHouse that is down costs late rows,
 never a cycle. With the embedded engine it lets go of the data folder after each checkpoint
 (``release``), so the sensors and other runs that read it take their turn between checkpoints.
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from offset_pipeline.continuous.run_state import Checkpoint, snapshot_tuple
 from offset_pipeline.monitoring.metrics_step import carried_cycle_rows, cycle_metrics
-from offset_pipeline.storage import commits, metrics, snapshots, translations
+from offset_pipeline.storage import commits, metrics, readiness, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
 from offset_pipeline.sync.shape_step import ShapeSettings, sample_and_detect
 
@@ -99,7 +99,7 @@ def write_checkpoint(clickhouse, checkpoint: Checkpoint, settings: CheckpointSet
     started = time.monotonic()
     cp = checkpoint
     writer = open_writer(clickhouse, snapshots.ensure_table, translations.ensure_tables, commits.ensure_table,
-                         metrics.ensure_tables)
+                         metrics.ensure_tables, readiness.ensure_table)
     error = writer.outcome.error
     metric_rows, statuses, detected, written = 0, {}, None, 0
     try:
@@ -110,6 +110,7 @@ def write_checkpoint(clickhouse, checkpoint: Checkpoint, settings: CheckpointSet
         written += translations.insert_translations(writer, cp.translation_rows)
         written += translations.insert_anchors(writer, cp.anchor_rows)
         written += commits.insert_rows(writer, cp.commit_rows)
+        written += readiness.insert_rows(writer, cp.readiness_rows)
         if writer.client is not None and error is None and not writer.outcome.deferred:
             log_end, fact_rows = carried_cycle_rows(cp.snapshot_rows, cp.translation_rows, cp.commit_rows)
             done = cycle_metrics(writer, cp.checkpoint_id, cp.time_ms, log_end, fact_rows,

@@ -199,7 +199,8 @@ class ContinuousSync:
         self._number = 0
         self._unavailable: dict[str, str] = {}  # this cycle's clusters that did not answer
         self._was_unavailable: dict[str, str] = {}  # the previous cycle's
-        self._synced_at: dict[str, float] = {}  # group -> epoch seconds all its partitions ended synced
+        self._synced_at: dict[str, float] = {}
+        self.last_readiness: list = []  # the newest checkpoint's readiness rows (storage.readiness.ReadinessRow)  # group -> epoch seconds all its partitions ended synced
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -384,7 +385,9 @@ class ContinuousSync:
         if self._checkpoints.busy():  # the next one carries the newest state anyway
             self.summary.checkpoints_skipped += 1
             return
-        checkpoint = self.state.checkpoint(checkpoint_id or self._checkpoint_id(), time_ms or int(time.time() * 1000))
+        checkpoint = self.state.checkpoint(checkpoint_id or self._checkpoint_id(), time_ms or int(time.time() * 1000),
+                                           self.settings.max_sync_age_s)
+        self.last_readiness = checkpoint.readiness_rows
         if not with_snapshot:  # the first cycle wrote its snapshot before reading the history
             checkpoint = replace(checkpoint, snapshot_rows=[])
         self._checkpoints.submit(checkpoint)

@@ -29,7 +29,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from offset_pipeline.continuous.revisit_rules import GroupPartition, PartitionMemory
+from offset_pipeline.readiness.rules import (
+    GroupReadiness,
+    PartitionFacts,
+    group_readiness,
+)
 from offset_pipeline.storage.commits import SYNCED_WRITES, CommitRow
+from offset_pipeline.storage.readiness import ReadinessRow
 from offset_pipeline.storage.snapshots import SnapshotRow
 from offset_pipeline.sync.translation_step import anchor_changes
 from offset_pipeline.sync.work import SNAPSHOT_COLUMNS
@@ -53,6 +59,13 @@ def carried_commit(row: CommitRow, snapshot_id: str, cycle_time_ms: int) -> Comm
     return stamped
 
 
+def readiness_row(g: GroupReadiness, snapshot_id: str, time_ms: int) -> ReadinessRow:
+    return ReadinessRow(snapshot_id, time_ms, g.group_id, g.active, g.standby, g.partitions, g.ready,
+                        g.expected_duplicates, g.duplicates_at_most,
+                        None if g.seconds_since_sync is None else round(g.seconds_since_sync, 3), g.reasons,
+                        g.first_problem)
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     """One checkpoint's rows, ready for the storage modules' inserts."""
@@ -63,6 +76,7 @@ class Checkpoint:
     translation_rows: list[dict[str, Any]]
     commit_rows: list[CommitRow]
     anchor_rows: list[dict[str, Any]]
+    readiness_rows: list[ReadinessRow] = field(default_factory=list)
 
 
 @dataclass
@@ -82,6 +96,7 @@ class ContinuousState:
     detected_shapes: dict[str, str] = field(default_factory=dict)
     anchors_written: dict[AnchorKey, Anchor] = field(default_factory=dict)  # as of the last checkpoint
     committed_since_checkpoint: set[GroupPartition] = field(default_factory=set)
+    synced_at: dict[GroupPartition, float] = field(default_factory=dict)  # epoch s of the newest synced commit
 
     def snapshot_tuples(self) -> list[tuple] | None:
         return None if self.snapshot is None else [snapshot_tuple(r) for r in self.snapshot]
@@ -118,6 +133,8 @@ class ContinuousState:
             self.committed_since_checkpoint.add(key)
             if key in self.memory:
                 self.memory[key] = replace(self.memory[key], commit_synced=commit.synced)
+            if commit.synced:
+                self.synced_at[key] = commit.cycle_time_ms / 1000
             if commit.applied and commit.standby and commit.new_offset is not None:
                 self.written_by_sync.setdefault((commit.standby, commit.group_id), {})[
                     (commit.topic, int(commit.partition))] = int(commit.new_offset)
@@ -143,12 +160,44 @@ class ContinuousState:
             self.anchors[key] = Anchor(row["active"], row["standby"], int(a), int(s))
 
     def _forget_gone(self, present: set[GroupPartition]) -> None:
-        for table in (self.results, self.commits, self.memory):
+        for table in (self.results, self.commits, self.memory, self.synced_at):
             for key in [k for k in table if k not in present]:
                 del table[key]
         self.committed_since_checkpoint &= present
 
-    def checkpoint(self, checkpoint_id: str, time_ms: int) -> Checkpoint:
+    def readiness(self, now_s: float, max_age_s: float) -> list[GroupReadiness]:
+        """Every group's readiness to switch now (``readiness/rules.py``) from the newest read and results.
+
+        A partition whose active and standby offsets in the newest read are still what its synced
+        commit left counts as synced at that read: nothing happened that needs a new commit."""
+        return group_readiness(self.readiness_facts(), now_s, max_age_s)
+
+    def readiness_facts(self) -> list[PartitionFacts]:
+        read_at_s = self.snapshot[0].snapshot_time_ms / 1000 if self.snapshot else None
+        offsets: dict[tuple[str, str, str, int], SnapshotRow] = {
+            (r.cluster, r.group_id, r.topic, int(r.partition)): r for r in self.snapshot or []}
+        facts = []
+        for key, result in sorted(self.results.items()):
+            group_id, topic, partition = key
+            active, standby = result["active"], result["standby"]
+            a, s = offsets.get((active, group_id, topic, partition)), offsets.get((standby, group_id, topic, partition))
+            commit = self.commits.get(key)
+            active_now = a.committed_offset if a else None
+            standby_now = s.committed_offset if s else None
+            synced_at = self.synced_at.get(key)
+            still = (commit is not None and commit.synced and active_now == result["committed"]
+                     and standby_now is not None and standby_now == commit.committed_after)
+            if still and read_at_s is not None:
+                synced_at = max(synced_at or 0.0, read_at_s)
+            facts.append(PartitionFacts(
+                group_id, topic, partition, active, standby, result["status"], result["committed"],
+                result["standby_offset"], result.get("anchor_active_offset"),
+                commit.decision if commit else None, bool(commit and commit.synced), standby_now, active_now,
+                synced_at, read_error="; ".join(r.read_error for r in (a, s) if r is not None and r.read_error),
+            ))
+        return facts
+
+    def checkpoint(self, checkpoint_id: str, time_ms: int, max_age_s: float = 300.0) -> Checkpoint:
         """The rows of a checkpoint now (see the module's invariants), and the state's marks moved on."""
         snapshot_rows = [replace(r, snapshot_id=checkpoint_id, snapshot_time_ms=time_ms) for r in self.snapshot or []]
         translation_rows = [{**row, "snapshot_id": checkpoint_id, "cycle_time": time_ms}
@@ -159,6 +208,8 @@ class ContinuousState:
             for key, row in sorted(self.commits.items())
         ]
         anchor_rows = anchor_changes(translation_rows, self.anchors_written, checkpoint_id, time_ms)
+        readiness_rows = [readiness_row(g, checkpoint_id, time_ms) for g in self.readiness(time_ms / 1000, max_age_s)]
         self.anchors_written = dict(self.anchors)
         self.committed_since_checkpoint = set()
-        return Checkpoint(checkpoint_id, time_ms, snapshot_rows, translation_rows, commit_rows, anchor_rows)
+        return Checkpoint(checkpoint_id, time_ms, snapshot_rows, translation_rows, commit_rows, anchor_rows,
+                          readiness_rows)

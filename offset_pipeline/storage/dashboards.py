@@ -20,6 +20,7 @@ from pathlib import Path
 
 from offset_pipeline.storage.fast_forwards import TABLE as FAST_FORWARDS
 from offset_pipeline.storage.metrics import ROLLUP, TABLE
+from offset_pipeline.storage.readiness import TABLE as READINESS
 
 DATASOURCE = {"type": "grafana-clickhouse-datasource", "uid": "offset-pipeline-clickhouse"}
 DASHBOARD_DIR = Path(__file__).resolve().parents[2] / "grafana" / "dashboards"
@@ -86,6 +87,23 @@ OVERVIEW = [
        "Stale: a fast-forward candidate. Broken: an error status. SplitBrain: members on both clusters.",
        ("group", "topic", "active", "standby", "status", "partitions", "in_sync", "max_sync_age_s", "offset_gap",
         "mirror_stalled", "last_cycle")),
+    Panel("Switch readiness per group (newest)", "table", (
+        "SELECT group_id AS group, active, standby, argMax(ready, checked_at) AS safe_to_switch, "
+        "argMax(expected_duplicates, checked_at) AS expected_duplicates, "
+        "argMax(duplicates_at_most, checked_at) AS duplicates_at_most, "
+        "argMax(seconds_since_sync, checked_at) AS seconds_since_sync, "
+        "toString(argMax(reasons, checked_at)) AS why_not, argMax(first_problem, checked_at) AS first_problem, "
+        f"max(checked_at) AS checked_at FROM {READINESS} "
+        "WHERE checked_at >= $__toTime - INTERVAL 10 MINUTE AND checked_at <= $__toTime "
+        f"AND {_ANY_ACTIVE} AND group_id IN (${{group:singlequote}}) "
+        "GROUP BY group_id, active, standby ORDER BY safe_to_switch, group"
+    ), "Is it safe to switch each group to its standby now (nothing lost), what it would cost (expected "
+       "duplicates: exact, or 'at most' for a header anchor), the seconds since its last sync, and why not "
+       "(partitions per reason: cluster_unavailable, split_brain, mirror_lag, no_anchor, no_standby_offset, "
+       "commit_not_synced, stale_sync, ...). Written by every continuous checkpoint; `offset-pipeline readiness` "
+       "prints the same.",
+        ("group", "active", "standby", "safe_to_switch", "expected_duplicates", "duplicates_at_most",
+         "seconds_since_sync", "why_not", "first_problem", "checked_at"), sparse=True),
     Panel("Translation success rate per strategy", "timeseries", (
         "SELECT $__timeInterval(minute) AS time, "
         "sum(header_hit_rows) / greatest(sum(header_rows), 1) AS header_hit_rate, "

@@ -45,9 +45,10 @@ PROJECT = ProjectParts(
     checks_by_asset={
         "offset_snapshot": frozenset({"clusters_readable"}),
         "offset_translations": frozenset({"translation_engine_available", "translation_complete"}),
-        "offset_sync_metrics": frozenset({"metrics_written"}),
+        "offset_sync_metrics": frozenset({"metrics_written", "switch_readiness"}),
         "offset_standby_commits": frozenset({"no_loss", "sync_freshness"}),
-        "offset_continuous_sync": frozenset({"no_loss", "sync_freshness", "clusters_readable", "checkpoints_written"}),
+        "offset_continuous_sync": frozenset({"no_loss", "sync_freshness", "clusters_readable", "switch_readiness",
+                                             "checkpoints_written"}),
         "offset_fast_forwards": frozenset({"no_loss"}),
         "offset_failover_audit": frozenset({"no_loss_in_window"}),
     },

@@ -1,0 +1,72 @@
+"""``offset-pipeline readiness``: per group and direction, is it safe to switch to the standby now,
+the expected duplicates, the seconds since the last sync, and why not.
+
+It reads each group's newest row of ``offset_group_readiness``, which the sync writes every
+checkpoint (continuous mode, every ``OFFSET_PIPELINE_CHECKPOINT_S``) or cycle (interval mode). A row
+older than ``--max-row-age-s`` is shown, and counts as not ready: the sync is not running.
+
+Exit status: 0 when every group shown is safe to switch, 1 when one is not, 2 when there is nothing
+to show (no such group, or no row recent enough).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import replace
+
+from offset_pipeline.readiness import report
+from offset_pipeline.resources import ClickHouseResource
+from offset_pipeline.resources.clickhouse import close_embedded_clients
+from offset_pipeline.settings import read_settings
+from offset_pipeline.storage import readiness
+
+STALE_ROW = "sync_not_running"
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser("readiness", help="is it safe to switch each group to its standby now",
+                                 description=__doc__.split("\n\n")[0])
+    parser.add_argument("--group", action="append", dest="groups", help="only this group (repeatable)")
+    parser.add_argument("--json", action="store_true", help="JSON instead of a table")
+    parser.add_argument("--max-row-age-s", type=float, default=120.0,
+                        help="a newer row is needed to call a group ready (default 120)")
+    parser.add_argument("--within-s", type=float, default=86_400.0, help="how far back rows are looked for")
+    parser.set_defaults(run=run)
+
+
+def clickhouse() -> ClickHouseResource:
+    settings = read_settings().clickhouse
+    password = os.environ.get(settings.password_env) if settings.password_env else None
+    return ClickHouseResource(dsn=settings.dsn, username=settings.username, password=password,
+                              database=settings.database)
+
+
+def aged(rows: list[readiness.ReadinessRow], now_ms: int, max_age_s: float) -> list[readiness.ReadinessRow]:
+    """Rows older than ``max_age_s`` are not ready: the sync has not confirmed them since."""
+    out = []
+    for row in rows:
+        age_s = (now_ms - row.checked_at_ms) / 1000
+        if age_s > max_age_s:
+            row = replace(row, ready=False, reasons={STALE_ROW: row.partitions, **row.reasons},
+                          first_problem=f"this verdict is {age_s:.0f}s old: is the sync running?")
+        out.append(row)
+    return out
+
+
+def run(args) -> int:
+    resource = clickhouse()
+    client = resource.get_client()
+    try:
+        readiness.ensure_table(client)
+        rows = readiness.newest(client, args.groups, within_s=args.within_s)
+    finally:
+        if resource.embedded:
+            close_embedded_clients(resource.dsn)  # the sync's next checkpoint needs the data folder
+    rows = aged(rows, int(time.time() * 1000), args.max_row_age_s)
+    print(report.as_json(rows) if args.json else (report.text(rows) if rows else "no readiness rows"))
+    if not rows:
+        print("nothing to show: no such group, or the sync has not written readiness yet", file=sys.stderr)
+        return 2
+    return 0 if all(r.ready for r in rows) else 1

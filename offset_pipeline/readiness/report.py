@@ -1,0 +1,59 @@
+"""Readiness rows as a person reads them: a markdown table (the Dagster UI), a text table (the CLI)
+and JSON. Groups that are not ready come first."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict
+
+from offset_pipeline.storage.readiness import ReadinessRow
+
+HEADER = ["group", "direction", "safe to switch", "expected duplicates", "seconds since sync", "why not"]
+
+
+def ordered(rows: Iterable[ReadinessRow]) -> list[ReadinessRow]:
+    return sorted(rows, key=lambda r: (r.ready, r.group_id, r.active, r.standby))
+
+
+def _duplicates(row: ReadinessRow) -> str:
+    if row.expected_duplicates is not None:
+        return str(row.expected_duplicates)
+    if row.duplicates_at_most is not None:
+        return f"<= {row.duplicates_at_most}"
+    return "unknown"
+
+
+def why_not(row: ReadinessRow) -> str:
+    if row.ready:
+        return "-"
+    reasons = ", ".join(f"{reason} ({n})" for reason, n in row.reasons.items())
+    return f"{reasons}; first: {row.first_problem}" if row.first_problem else reasons
+
+
+def cells(row: ReadinessRow) -> list[str]:
+    since = "never" if row.seconds_since_sync is None else f"{row.seconds_since_sync:.1f}"
+    return [row.group_id, f"{row.active} -> {row.standby}" if row.active else "undecided",
+            "yes" if row.ready else "NO", _duplicates(row), since, why_not(row)]
+
+
+def markdown(rows: Iterable[ReadinessRow], limit: int = 50) -> str:
+    rows = ordered(rows)
+    if not rows:
+        return "(no groups)"
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    for row in rows[:limit]:
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells(row)) + " |")
+    if len(rows) > limit:
+        lines.append(f"\n{len(rows) - limit} more groups (all in offset_group_readiness)")
+    return "\n".join(lines)
+
+
+def text(rows: Iterable[ReadinessRow]) -> str:
+    table = [HEADER] + [cells(r) for r in ordered(rows)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(HEADER) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths)) + "  " + r[-1] for r in table)
+
+
+def as_json(rows: Iterable[ReadinessRow]) -> str:
+    return json.dumps([{**asdict(r), "safe_to_switch": r.ready} for r in ordered(rows)], indent=2, ensure_ascii=False)
