@@ -1,6 +1,7 @@
 """``offset-pipeline``: the commands a person runs around a failover.
 
     offset-pipeline readiness [--group G ...] [--json]     is it safe to switch now, and its cost
+    offset-pipeline switchover --group G --to idc2          move a stopped group, verified, exactly
 
 Connections come from the same environment as the code location (``offset_pipeline/settings.py``).
 """
@@ -8,18 +9,15 @@ Connections come from the same environment as the code location (``offset_pipeli
 from __future__ import annotations
 
 import argparse
-import sys
 
-from offset_pipeline.cli import readiness
+from offset_pipeline.cli import readiness, switchover
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="offset-pipeline", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     readiness.add_parser(commands)
+    switchover.add_parser(commands)
     args = parser.parse_args(argv)
     return args.run(args)
 
-
-if __name__ == "__main__":  # python -m offset_pipeline.cli
-    sys.exit(main())

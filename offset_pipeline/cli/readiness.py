@@ -11,15 +11,13 @@ to show (no such group, or no row recent enough).
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from dataclasses import replace
 
+from offset_pipeline.cli.connections import clickhouse
 from offset_pipeline.readiness import report
-from offset_pipeline.resources import ClickHouseResource
 from offset_pipeline.resources.clickhouse import close_embedded_clients
-from offset_pipeline.settings import read_settings
 from offset_pipeline.storage import readiness
 
 STALE_ROW = "sync_not_running"
@@ -34,13 +32,6 @@ def add_parser(commands) -> None:
                         help="a newer row is needed to call a group ready (default 120)")
     parser.add_argument("--within-s", type=float, default=86_400.0, help="how far back rows are looked for")
     parser.set_defaults(run=run)
-
-
-def clickhouse() -> ClickHouseResource:
-    settings = read_settings().clickhouse
-    password = os.environ.get(settings.password_env) if settings.password_env else None
-    return ClickHouseResource(dsn=settings.dsn, username=settings.username, password=password,
-                              database=settings.database)
 
 
 def aged(rows: list[readiness.ReadinessRow], now_ms: int, max_age_s: float) -> list[readiness.ReadinessRow]:
