@@ -45,6 +45,7 @@ import numpy as np
 from _clusters import ScratchClusters
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
+from continuous_run import BenchContinuousRun
 from mm2.counting import CommitSeries, active_position, failover_cost, staleness_s
 from mm2.mirrormaker import TUNED, MirrorMaker2, mm2_jars
 
@@ -136,6 +137,12 @@ class Recorder:
             reader.close()
 
 
+def outcome_keys(outcome, state) -> set:
+    """The group-partitions a continuous cycle translated (their memory was renewed by it)."""
+    newest = max((m.translated_at_s for m in state.memory.values()), default=None)
+    return {k for k, m in state.memory.items() if m.translated_at_s == newest}
+
+
 @dataclass
 class OurSync:
     """This project's sync cycles back to back (dry-run); the standby offset ``t`` of every cycle."""
@@ -168,6 +175,18 @@ class OurSync:
                 if offset is not None:
                     offsets[(g, t, int(p))] = int(offset)
             self.cycles.append((started, ended, offsets))
+
+    def watch(self, outcome, state) -> None:
+        """A continuous run's cycle (``--our-sync continuous``): every group-partition's standby offset now."""
+        ended = time.time()
+        offsets = {}
+        for key, row in state.results.items():
+            if key in outcome_keys(outcome, state):
+                self.statuses[row["status"]] += 1
+                self.examples.setdefault(row["status"], f"{key[0]} {key[1]}[{key[2]}]: {row['reason']}")
+            if row["standby_offset"] is not None:
+                offsets[key] = int(row["standby_offset"])
+        self.cycles.append((ended - outcome.seconds, ended, offsets))
 
     def series(self, cadence_s: float | None) -> dict[GP, list[tuple[float, int]]]:
         """Per group-partition, (time it took effect, t); with ``cadence_s``, only cycles started at
@@ -305,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle-s", type=float, default=90.0, help="after the groups stop (planned switchover)")
     parser.add_argument("--rate", type=float, default=10.0, help="records per second per topic")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--our-sync", choices=("continuous", "cycles"), default="continuous",
+                        help="continuous: the default mode's run (dry run); cycles: full cycles back to back, "
+                             "and every 30 s from the same cycles (the interval mode)")
     args = parser.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so the scratch brokers and MM2 processes are stopped on the way out.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -346,13 +368,21 @@ def main(argv: list[str] | None = None) -> int:
             "clickhouse": ClickHouseResource(dsn=f"chdb://{work / 'clickhouse'}"),
             "spark": SparkResource(),
         }
-        ours = OurSync(
-            dagster_sync_cycle(resources, group_include=rf"^{PREFIX}", topic_shapes={t.name: "one_way:idc1" for t in traffic},
-                               extra_run_config={"offset_standby_commits": {"dry_run": True},
-                                                 "offset_translations": {"mirror_writes_headers": False}},
-                               console_log_level="WARNING"),
-            resources["clickhouse"],
-        )
+        shapes = {t.name: "one_way:idc1" for t in traffic}
+        continuous = None
+        if args.our_sync == "continuous":
+            ours = OurSync(None, resources["clickhouse"])
+            continuous = BenchContinuousRun(bootstraps, f"chdb://{work / 'clickhouse'}", shapes,
+                                            group_include=rf"^{PREFIX}", dry_run=True, mirror_writes_headers=False,
+                                            watch=ours.watch)
+        else:
+            ours = OurSync(
+                dagster_sync_cycle(resources, group_include=rf"^{PREFIX}", topic_shapes=shapes,
+                                   extra_run_config={"offset_standby_commits": {"dry_run": True},
+                                                     "offset_translations": {"mirror_writes_headers": False}},
+                                   console_log_level="WARNING"),
+                resources["clickhouse"],
+            )
         recorder_thread = threading.Thread(target=recorder.run, args=(stop_watch,), daemon=True, name="recorder")
         recorder_thread.start()
         moments: dict[str, float] = {}
@@ -388,7 +418,13 @@ def main(argv: list[str] | None = None) -> int:
         timeline = threading.Thread(target=schedule, daemon=True, name="timeline")
         timeline.start()
         try:
-            ours.run(stop_watch)
+            if continuous is not None:
+                continuous.start(args.warmup_s + args.measure_s + args.settle_s + 600)
+                stop_watch.wait()
+                continuous.stop.set()
+                continuous.join(300)
+            else:
+                ours.run(stop_watch)
         finally:
             stop_watch.set()
             timeline.join(timeout=args.warmup_s + args.measure_s + args.settle_s + 120)
@@ -413,10 +449,14 @@ def main(argv: list[str] | None = None) -> int:
         mm2_label = "defaults" if setting == "defaults" else "tuned (lag 0, 1 s)"
         rows.append(evaluate(Row("MirrorMaker 2", mm2_label), by_setting[setting], recorder.mm2, recorder, copy_of,
                              samples, final_at))
-        rows.append(evaluate(Row("offset_pipeline", f"back to back (~{mean_cycle:.0f} s) [{setting}]"),
-                             by_setting[setting], fast, recorder, copy_of, samples, final_at))
-        rows.append(evaluate(Row("offset_pipeline", f"every {SLOW_CADENCE_S:.0f} s [{setting}]"),
-                             by_setting[setting], slow, recorder, copy_of, samples, final_at))
+        if continuous is not None:
+            rows.append(evaluate(Row("offset_pipeline", f"continuous (default, cycles ~{mean_cycle:.1f} s) [{setting}]"),
+                                 by_setting[setting], fast, recorder, copy_of, samples, final_at))
+        else:
+            rows.append(evaluate(Row("offset_pipeline", f"back to back (~{mean_cycle:.0f} s) [{setting}]"),
+                                 by_setting[setting], fast, recorder, copy_of, samples, final_at))
+            rows.append(evaluate(Row("offset_pipeline", f"every {SLOW_CADENCE_S:.0f} s [{setting}]"),
+                                 by_setting[setting], slow, recorder, copy_of, samples, final_at))
         for pattern in PATTERNS:
             subset = {g: t for g, t in by_setting[setting].items() if pattern_of(t) == pattern}
             per_pattern.append(evaluate(Row("MirrorMaker 2", f"{mm2_label} / {pattern}"), subset, recorder.mm2,

@@ -55,7 +55,7 @@ from soak.rules import (  # noqa: E402
     run_counts,
 )
 
-SYNC_JOB = "offset_sync_cycle"
+SYNC_JOBS = {"interval": "offset_sync_cycle", "continuous": "offset_sync_continuous"}
 
 
 def say(text: str) -> None:
@@ -79,6 +79,8 @@ def parse_args(argv):
                    help="name=seconds,... overrides (mirror_stop=300, cluster_down=120, clickhouse_down=120)")
     p.add_argument("--warmup-s", type=float, default=None, help="default: min(600, 20%% of the duration)")
     p.add_argument("--tail-s", type=float, default=None, help="fault-free end; default: min(300, 10%% of the duration)")
+    p.add_argument("--sync-mode", choices=("continuous", "interval"), default="continuous",
+                   help="OFFSET_PIPELINE_SYNC_MODE (default: the product's continuous)")
     p.add_argument("--sync-interval-s", type=float, default=None, help="OFFSET_PIPELINE_SYNC_INTERVAL_S (default: the product's 30)")
     p.add_argument("--sample-s", type=float, default=15.0)
     p.add_argument("--check-every-s", type=float, default=30.0)
@@ -147,6 +149,8 @@ def store_bounds(brokers: int) -> dict[str, dict]:
 class Soak:
     def __init__(self, args):
         self.args = args
+        self.sync_job = SYNC_JOBS[args.sync_mode]
+        fault_mod.use_sync_mode(args.sync_mode)
         self.stop = threading.Event()
         self.base = (args.work_dir or Path(tempfile.mkdtemp(prefix="offset-pipeline-soak-"))).resolve()
         self.base.mkdir(parents=True, exist_ok=True)
@@ -196,8 +200,7 @@ class Soak:
         env.update(DAGSTER_HOME=str(home), OFFSET_PIPELINE_SPARK_CONNECT_URL=self.stack.spark_connect.url,
                    OFFSET_PIPELINE_MIRROR_EXACTLY_ONCE="1",
                    OFFSET_PIPELINE_TOPIC_SHAPES=plan_topic_shapes() + "," + shapes)
-        # The soak's faults and counts follow the interval mode's runs (a run per 30 s cycle).
-        env["OFFSET_PIPELINE_SYNC_MODE"] = "interval"
+        env["OFFSET_PIPELINE_SYNC_MODE"] = args.sync_mode
         if args.sync_interval_s:
             env["OFFSET_PIPELINE_SYNC_INTERVAL_S"] = str(args.sync_interval_s)
         os.environ["DAGSTER_HOME"] = str(home)
@@ -344,7 +347,7 @@ class Soak:
                 next_check = time.time() + self.args.check_every_s
             if now - last_note >= 300:
                 last_note = now
-                sync = [r for r in self.runs.values() if r.job == SYNC_JOB]
+                sync = [r for r in self.runs.values() if r.job == self.sync_job]
                 c = self.checker.totals
                 say(f"{(now - self.started) / 60:.0f} min: sync runs {sum(r.status == 'SUCCESS' for r in sync)} ok, "
                     f"{sum(r.status in ('FAILURE', 'CANCELED') for r in sync)} failed; checker {c.checks} checks, "
@@ -373,7 +376,7 @@ class Soak:
 
     def sync_cycles(self) -> list[Cycle]:
         """Sync runs with the group-partitions each left synced (``offset_sync_metrics``)."""
-        runs = sorted((r for r in self.runs.values() if r.job == SYNC_JOB and r.start and r.end),
+        runs = sorted((r for r in self.runs.values() if r.job == self.sync_job and r.start and r.end),
                       key=lambda r: r.start)
         synced_at: dict[float, set] = {}
         try:
@@ -394,6 +397,9 @@ class Soak:
                 keys.add(key)
         cycles = []
         times = sorted(synced_at)
+        if self.args.sync_mode == "continuous":
+            # A continuous run writes its state every checkpoint (30 s): each checkpoint counts as a cycle.
+            return [Cycle(ts, ts, frozenset(synced_at[ts])) for ts in times]
         for run in runs:
             inside = [ts for ts in times if run.start - 1 <= ts <= run.end + 1]
             keys = frozenset().union(*(synced_at[ts] for ts in inside)) if inside else None
@@ -415,7 +421,7 @@ class Soak:
                     shares.append(None if cy.synced is None else len(base_set & cy.synced) / len(base_set))
             faults.append({**raw, "at_min": (w.start - self.started) / 60, "window_s": w.end - w.start,
                            "cycles_to_recover": k, "baseline": baseline, "shares": shares})
-        sync_runs = [r for r in self.runs.values() if r.job == SYNC_JOB]
+        sync_runs = [r for r in self.runs.values() if r.job == self.sync_job]
         all_runs = list(self.runs.values())
         def slopes(series: str) -> dict:
             by_role: dict[str, list] = {}
@@ -440,7 +446,8 @@ class Soak:
             "meta": {"started": self.started, "duration_s": time.time() - self.started,
                      "group_partitions": self.workload.group_partitions, "topics": args.topics,
                      "partitions": args.partitions, "groups_per_topic": args.groups_per_topic,
-                     "sync_interval_s": args.sync_interval_s or 30, "warmup_s": args.warmup_s, "seed": args.seed,
+                     "sync_interval_s": args.sync_interval_s or 30, "sync_mode": args.sync_mode,
+                     "warmup_s": args.warmup_s, "seed": args.seed,
                      "commit_every_s": args.commit_every_s,
                      "faults": args.fault_list, "work_dir": str(self.base)},
             "runs": {**run_counts(sync_runs, windows), "all_jobs": run_counts(all_runs, windows)},

@@ -20,8 +20,17 @@ from typing import Callable
 
 from soak import procs
 
+# The sync job and the step that commits, per mode (bench/soak.py sets them with use_sync_mode). A
+# continuous run commits in its one step, every cycle that has changes: killed at any moment of it.
 SYNC_JOB = "offset_sync_cycle"
 COMMIT_STEP = "offset_standby_commits"
+SYNC_STEPS = {"interval": ("offset_sync_cycle", "offset_standby_commits"),
+              "continuous": ("offset_sync_continuous", "offset_continuous_sync")}
+
+
+def use_sync_mode(mode: str) -> None:
+    global SYNC_JOB, COMMIT_STEP
+    SYNC_JOB, COMMIT_STEP = SYNC_STEPS[mode]
 # A broker killed with -9 recovers every partition's log on start: at 10,000 group-partitions
 # (2,000+ partitions per broker) that took more than the stack's 90 s on this 2-core machine.
 BROKER_START_S = 600.0

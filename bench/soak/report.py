@@ -17,7 +17,9 @@ def table(result: dict) -> str:
     meta = result["meta"]
     lines.append(f"soak: {meta['duration_s']:.0f}s at {meta['group_partitions']} group-partitions "
                  f"({meta['topics']} topics x {meta['partitions']} partitions x {meta['groups_per_topic']} groups), "
-                 f"sync every {meta['sync_interval_s']}s, groups commit every {meta.get('commit_every_s', 5)}s, warm-up {meta['warmup_s']:.0f}s, seed {meta['seed']}")
+                 + ("continuous sync (a checkpoint every 30 s counts as a cycle), " if meta.get("sync_mode") == "continuous"
+                    else f"sync every {meta['sync_interval_s']}s, ")
+                 + f"groups commit every {meta.get('commit_every_s', 5)}s, warm-up {meta['warmup_s']:.0f}s, seed {meta['seed']}")
     runs = result["runs"]
     lines.append("")
     lines.append("| runs | ok | failed | other |")
