@@ -199,8 +199,8 @@ class ContinuousSync:
         self._number = 0
         self._unavailable: dict[str, str] = {}  # this cycle's clusters that did not answer
         self._was_unavailable: dict[str, str] = {}  # the previous cycle's
-        self._synced_at: dict[str, float] = {}
-        self.last_readiness: list = []  # the newest checkpoint's readiness rows (storage.readiness.ReadinessRow)  # group -> epoch seconds all its partitions ended synced
+        self._last_checkpoint_id: str | None = None
+        self.last_readiness: list = []  # the newest checkpoint's readiness rows (storage.readiness.ReadinessRow)
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -251,8 +251,13 @@ class ContinuousSync:
         self._local.close()
 
     def freshness(self, now_s: float | None = None) -> CheckOutcome:
-        groups = {key[0] for key in self.state.results}
-        return evaluate_sync_freshness(groups, self._synced_at, now_s or time.time(), self.settings.max_sync_age_s)
+        """``sync_freshness``: each group synced as of the oldest of its partitions' newest sync. A partition
+        left alone because nothing changed counts as synced at the newest read (``readiness_facts``)."""
+        synced: dict[str, list[float | None]] = {}
+        for f in self.state.readiness_facts():
+            synced.setdefault(f.group_id, []).append(f.synced_at_s)
+        newest = {g: min(times) for g, times in synced.items() if all(t is not None for t in times)}
+        return evaluate_sync_freshness(synced, newest, now_s or time.time(), self.settings.max_sync_age_s)
 
     # -- one cycle -----------------------------------------------------------------------------
 
@@ -284,7 +289,6 @@ class ContinuousSync:
         results += translated
         done = self._commit(results, cycle_id, time_ms, previous_committed)
         self.state.record(snapshot, results, done.stored, work.directions, time.monotonic())
-        self._note_synced(done.stored, time_ms)
         self._log(results, done.lines)
         self.summary.add_no_loss(evaluate_no_loss(done.stored))
         return CycleOutcome(
@@ -311,15 +315,6 @@ class ContinuousSync:
         context = CycleContext(cycle_id, time_ms, self.settings.dry_run, self.settings.reads.kafka_timeout_s)
         return commit_groups(by_group, self.io.clusters, context, previous_committed, self.settings.parallel_groups,
                              io=self._group_io)
-
-    def _note_synced(self, stored, time_ms: int) -> None:
-        """The groups of this cycle's commits whose partitions all ended synced: synced now."""
-        touched = {r.group_id for r in stored}
-        if not touched:
-            return
-        unsynced = {k[0] for k, m in self.state.memory.items() if k[0] in touched and not m.commit_synced}
-        for group_id in touched - unsynced:
-            self._synced_at[group_id] = time_ms / 1000
 
     def _log(self, results: list[dict], lines: list[tuple[str, bool]]) -> None:
         # Problems at INFO, routine lines at DEBUG (monitoring/decision_log.py), as in the interval mode.
@@ -382,10 +377,14 @@ class ContinuousSync:
 
     def _checkpoint(self, checkpoint_id: str | None = None, time_ms: int | None = None, *,
                     with_snapshot: bool = True) -> None:
+        checkpoint_id = checkpoint_id or self._checkpoint_id()
+        if checkpoint_id == self._last_checkpoint_id:
+            return  # no cycle since the last one: nothing new to write
         if self._checkpoints.busy():  # the next one carries the newest state anyway
             self.summary.checkpoints_skipped += 1
             return
-        checkpoint = self.state.checkpoint(checkpoint_id or self._checkpoint_id(), time_ms or int(time.time() * 1000),
+        self._last_checkpoint_id = checkpoint_id
+        checkpoint = self.state.checkpoint(checkpoint_id, time_ms or int(time.time() * 1000),
                                            self.settings.max_sync_age_s)
         self.last_readiness = checkpoint.readiness_rows
         if not with_snapshot:  # the first cycle wrote its snapshot before reading the history

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from offset_pipeline.continuous.run_state import ContinuousState, carried_commit
 from offset_pipeline.storage.commits import CommitRow
 from offset_pipeline.storage.snapshots import SnapshotRow
@@ -99,3 +101,21 @@ def test_forget_topics_makes_their_partitions_new():
     state = state_after_one_cycle()
     state.forget_topics({"t"})
     assert state.memory == {}
+
+
+def test_readiness_counts_an_untouched_synced_partition_as_synced_at_the_newest_read():
+    state = state_after_one_cycle()
+    later = [replace(r, snapshot_time_ms=9_000) for r in state.snapshot]
+    later = [replace(r, committed_offset=10) if r.cluster == "idc2" and r.partition == 0 else r for r in later]
+    state.record(later, [], [], ACTIVE, 9.0)  # a cycle that translated nothing: the standby is still at t
+    facts = {f.partition: f for f in state.readiness_facts()}
+    assert facts[0].synced_at_s == 9.0 and facts[0].commit_synced and facts[0].standby_committed == 10
+    assert facts[1].synced_at_s is None  # never synced (its commit was skipped)
+    [group] = state.readiness(now_s=10.0, max_age_s=300)
+    assert not group.ready and group.reasons == {"commit_not_synced": 1}
+    # the group moved on idc1 and nothing was synced since: partition 0 is no longer synced at the newest read
+    moved = [replace(r, committed_offset=15, snapshot_time_ms=12_000) if r.cluster == "idc1" and r.partition == 0
+             else replace(r, snapshot_time_ms=12_000) for r in later]
+    state.record(moved, [], [], ACTIVE, 12.0)
+    facts = {f.partition: f for f in state.readiness_facts()}
+    assert facts[0].synced_at_s == 9.0 and facts[0].active_committed == 15
