@@ -96,7 +96,8 @@ class ContinuousState:
     detected_shapes: dict[str, str] = field(default_factory=dict)
     anchors_written: dict[AnchorKey, Anchor] = field(default_factory=dict)  # as of the last checkpoint
     committed_since_checkpoint: set[GroupPartition] = field(default_factory=set)
-    synced_at: dict[GroupPartition, float] = field(default_factory=dict)  # epoch s of the newest synced commit
+    # epoch s of the newest sync: a synced commit, or a read that found the offsets still where it left them
+    synced_at: dict[GroupPartition, float] = field(default_factory=dict)
 
     def snapshot_tuples(self) -> list[tuple] | None:
         return None if self.snapshot is None else [snapshot_tuple(r) for r in self.snapshot]
@@ -142,6 +143,28 @@ class ContinuousState:
             if decision.active:
                 self.previous_active[group_id] = decision.active
         self._forget_gone({(r.group_id, r.topic, int(r.partition)) for r in snapshot})
+        self._still_synced_at_this_read()
+
+    def _offsets_read(self) -> dict[tuple[str, str, str, int], SnapshotRow]:
+        return {(r.cluster, r.group_id, r.topic, int(r.partition)): r for r in self.snapshot or []}
+
+    def _still_synced_at_this_read(self) -> None:
+        """A partition whose active and standby offsets in the newest read are still what its synced
+        commit left was synced at that read: nothing happened that needs a new commit."""
+        if not self.snapshot:
+            return
+        read_at_s = self.snapshot[0].snapshot_time_ms / 1000
+        offsets = self._offsets_read()
+        for key, commit in self.commits.items():
+            result = self.results.get(key)
+            if result is None or not commit.synced:
+                continue
+            group_id, topic, partition = key
+            a = offsets.get((result["active"], group_id, topic, partition))
+            b = offsets.get((result["standby"], group_id, topic, partition))
+            if a is not None and b is not None and a.committed_offset == result["committed"] \
+                    and b.committed_offset is not None and b.committed_offset == commit.committed_after:
+                self.synced_at[key] = max(self.synced_at.get(key, 0.0), read_at_s)
 
     def forget_topics(self, topics: Iterable[str]) -> None:
         """Translate these topics' group-partitions again next cycle (their shape changed)."""
@@ -166,16 +189,11 @@ class ContinuousState:
         self.committed_since_checkpoint &= present
 
     def readiness(self, now_s: float, max_age_s: float) -> list[GroupReadiness]:
-        """Every group's readiness to switch now (``readiness/rules.py``) from the newest read and results.
-
-        A partition whose active and standby offsets in the newest read are still what its synced
-        commit left counts as synced at that read: nothing happened that needs a new commit."""
+        """Every group's readiness to switch now (``readiness/rules.py``) from the newest read and results."""
         return group_readiness(self.readiness_facts(), now_s, max_age_s)
 
     def readiness_facts(self) -> list[PartitionFacts]:
-        read_at_s = self.snapshot[0].snapshot_time_ms / 1000 if self.snapshot else None
-        offsets: dict[tuple[str, str, str, int], SnapshotRow] = {
-            (r.cluster, r.group_id, r.topic, int(r.partition)): r for r in self.snapshot or []}
+        offsets = self._offsets_read()
         facts = []
         for key, result in sorted(self.results.items()):
             group_id, topic, partition = key
@@ -184,16 +202,11 @@ class ContinuousState:
             commit = self.commits.get(key)
             active_now = a.committed_offset if a else None
             standby_now = s.committed_offset if s else None
-            synced_at = self.synced_at.get(key)
-            still = (commit is not None and commit.synced and active_now == result["committed"]
-                     and standby_now is not None and standby_now == commit.committed_after)
-            if still and read_at_s is not None:
-                synced_at = max(synced_at or 0.0, read_at_s)
             facts.append(PartitionFacts(
                 group_id, topic, partition, active, standby, result["status"], result["committed"],
                 result["standby_offset"], result.get("anchor_active_offset"),
                 commit.decision if commit else None, bool(commit and commit.synced), standby_now, active_now,
-                synced_at, read_error="; ".join(r.read_error for r in (a, s) if r is not None and r.read_error),
+                self.synced_at.get(key), read_error="; ".join(r.read_error for r in (a, s) if r is not None and r.read_error),
             ))
         return facts
 

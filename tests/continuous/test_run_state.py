@@ -118,4 +118,4 @@ def test_readiness_counts_an_untouched_synced_partition_as_synced_at_the_newest_
              else replace(r, snapshot_time_ms=12_000) for r in later]
     state.record(moved, [], [], ACTIVE, 12.0)
     facts = {f.partition: f for f in state.readiness_facts()}
-    assert facts[0].synced_at_s == 9.0 and facts[0].active_committed == 15
+    assert facts[0].synced_at_s == 9.0 and facts[0].active_committed == 15  # the last read that found it synced
