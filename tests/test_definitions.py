@@ -34,7 +34,8 @@ def test_the_sync_cycle_job_runs_snapshot_translations_commits_and_metrics_with_
     checks = defs.resolve_assets_def("offset_standby_commits").check_keys
     assert {check.name for check in checks} == {"no_loss", "sync_freshness"}
     for asset, names in (("offset_snapshot", {"clusters_readable"}),
-                         ("offset_translations", {"translation_engine_available", "translation_complete"}),
+                         ("offset_translations", {"translation_engine_available", "translation_complete",
+                                                  "within_safe_bound"}),
                          ("offset_sync_metrics", {"metrics_written", "switch_readiness"})):
         assert {c.name for c in defs.resolve_assets_def(asset).check_keys} == names
 

@@ -194,7 +194,8 @@ def _metadata(summary: RunSummary, seconds: float) -> dict:
 
 
 def _no_loss(summary: RunSummary) -> dg.AssetCheckResult:
-    offenders = summary.no_loss_offenders
+    offenders = summary.no_loss_offenders + [{**o, "why": "translated above its own safe bound: not committed"}
+                                             for o in summary.bound_offenders]
     return dg.AssetCheckResult(
         check_name=NO_LOSS_CHECK, passed=not offenders, severity=dg.AssetCheckSeverity.ERROR,
         description=(f"{summary.no_loss_checked} written partition(s), each at or below its safe bound" if not offenders

@@ -43,6 +43,10 @@ from offset_pipeline.settings import (
 from offset_pipeline.storage import deferrals, fast_forwards, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
 from offset_pipeline.sync import cycle_carry
+from offset_pipeline.sync.commit_checks import (
+    WITHIN_BOUND_CHECK,
+    evaluate_within_safe_bound,
+)
 from offset_pipeline.sync.shape_step import ShapeSettings, ShapeStep, sample_and_detect
 from offset_pipeline.sync.spark_translation import result_row, untranslated_rows
 from offset_pipeline.sync.translation_step import (
@@ -119,6 +123,11 @@ class TranslationConfig(dg.Config):
                         "bound; those group-partitions are spark_unavailable and not synced this cycle).",
         ),
         dg.AssetCheckSpec(
+            WITHIN_BOUND_CHECK, asset="offset_translations", blocking=True,
+            description="Every translated offset is at or below the safe bound its own facts prove (ERROR, blocking: "
+                        "a translation that contradicts its proof is a bug, and no commit of the cycle runs).",
+        ),
+        dg.AssetCheckSpec(
             COMPLETE_CHECK, asset="offset_translations",
             description="Every Kafka partition of this cycle's work was read (WARN: the read budget ran out; the "
                         "rest are translation_deferred, not synced this cycle, and read first next cycle).",
@@ -175,7 +184,7 @@ def offset_translations(
             "rows_spooled": writer.outcome.deferred, "history_unavailable": earlier.error or "none",
             "total_seconds": round(time.monotonic() - started, 3),
         },
-        check_results=_check_results(job, deferred, deferred_keys),
+        check_results=_check_results(job, deferred, deferred_keys) + [evaluate_within_safe_bound(rows).to_result()],
     )
 
 

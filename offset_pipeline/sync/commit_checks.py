@@ -25,6 +25,7 @@ from offset_pipeline.storage.commits import SYNCED_WRITES, CommitRow
 
 NO_LOSS_CHECK = "no_loss"
 FRESHNESS_CHECK = "sync_freshness"
+WITHIN_BOUND_CHECK = "within_safe_bound"
 MAX_LISTED = 50  # offenders listed in metadata (all are counted)
 
 
@@ -81,6 +82,33 @@ def evaluate_no_loss(rows: Iterable[CommitRow]) -> CheckOutcome:
             "writes_not_landed": not_landed,
             "offending_partitions": dg.MetadataValue.json(offenders[:MAX_LISTED]),
         },
+    )
+
+
+def bound_offenders(rows: Iterable[Mapping[str, Any]]) -> list[dict]:
+    """Translation rows whose standby offset is above the safe bound their own facts prove: a
+    translation that contradicts its proof (a bug). Rows without a bound are not offenders here: the
+    commit step refuses them one by one (``refused_no_loss_check``)."""
+    return [
+        {"group_id": r["group_id"], "topic": r["topic"], "partition": int(r["partition"]),
+         "standby_offset": r["standby_offset"], "safe_bound": r["safe_bound"], "status": r["status"]}
+        for r in rows
+        if r.get("standby_offset") is not None and r.get("safe_bound") is not None
+        and r["standby_offset"] > r["safe_bound"]
+    ]
+
+
+def evaluate_within_safe_bound(rows: list[Mapping[str, Any]]) -> CheckOutcome:
+    """``within_safe_bound`` (ERROR, blocking: the commits do not run when it fails)."""
+    offenders = bound_offenders(rows)
+    translated = sum(1 for r in rows if r.get("standby_offset") is not None)
+    unbounded = sum(1 for r in rows if r.get("standby_offset") is not None and r.get("safe_bound") is None)
+    return CheckOutcome(
+        WITHIN_BOUND_CHECK, not offenders, dg.AssetCheckSeverity.ERROR,
+        (f"{translated} translated offset(s), none above its proven safe bound" if not offenders else
+         f"{len(offenders)} translated offset(s) above their own safe bound: no commit this cycle"),
+        {"translated": translated, "offenders": len(offenders), "without_bound": unbounded,
+         "offending_partitions": dg.MetadataValue.json(offenders[:MAX_LISTED])},
     )
 
 

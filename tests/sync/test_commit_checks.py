@@ -183,3 +183,18 @@ def test_commit_rows_know_when_a_partition_is_synced():
     for decision in ("dry_run", "refused_rewind", "refused_members", "split_brain", "skipped_untranslated",
                      "refused_no_loss_check", "failed"):
         assert not dataclasses.replace(row(), decision=decision).synced, decision
+
+
+def test_within_safe_bound_fails_only_for_a_translation_above_its_own_bound():
+    from offset_pipeline.sync.commit_checks import evaluate_within_safe_bound
+
+    def row(p, offset, bound):
+        return {"group_id": "g", "topic": "t", "partition": p, "standby_offset": offset, "safe_bound": bound,
+                "status": "header_exact"}
+
+    ok = evaluate_within_safe_bound([row(0, 5, 5), row(1, 3, 9), row(2, None, None), row(3, 4, None)])
+    assert ok.passed and ok.metadata["translated"] == 3 and ok.metadata["without_bound"] == 1
+    bad = evaluate_within_safe_bound([row(0, 5, 5), row(1, 10, 9)])
+    assert not bad.passed and bad.severity.value == "ERROR" and bad.metadata["offenders"] == 1
+    assert bad.metadata["offending_partitions"].data == [
+        {"group_id": "g", "topic": "t", "partition": 1, "standby_offset": 10, "safe_bound": 9, "status": "header_exact"}]

@@ -44,7 +44,7 @@ PROJECT = ProjectParts(
     },
     checks_by_asset={
         "offset_snapshot": frozenset({"clusters_readable"}),
-        "offset_translations": frozenset({"translation_engine_available", "translation_complete"}),
+        "offset_translations": frozenset({"translation_engine_available", "translation_complete", "within_safe_bound"}),
         "offset_sync_metrics": frozenset({"metrics_written", "switch_readiness"}),
         "offset_standby_commits": frozenset({"no_loss", "sync_freshness"}),
         "offset_continuous_sync": frozenset({"no_loss", "sync_freshness", "clusters_readable", "switch_readiness",
