@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offset_pipeline.readiness.rules import NotReady, PartitionFacts, group_readiness, partition_readiness
+from offset_pipeline.readiness.rules import (
+    NotReady,
+    PartitionFacts,
+    group_readiness,
+    partition_readiness,
+)
 
 NOW = 10_000.0
 G = 'g "q" ü'

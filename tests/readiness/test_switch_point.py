@@ -9,9 +9,19 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offset_pipeline.readiness.switch_point import SourceView, drained, identity, switch_point, verify
+from offset_pipeline.readiness.switch_point import (
+    SourceView,
+    drained,
+    identity,
+    switch_point,
+    verify,
+)
 from offset_pipeline.translation.facts import RecordFact
-from offset_pipeline.translation.headers import CopiedFrom, HeaderProblem, MalformedHeader
+from offset_pipeline.translation.headers import (
+    CopiedFrom,
+    HeaderProblem,
+    MalformedHeader,
+)
 
 A, B = "idc1", "idc2"
 

@@ -1,0 +1,79 @@
+"""A continuous run through a standby cluster that stops and comes back (issue 14's fault, short):
+the run goes on, the group's partitions are cluster_unavailable meanwhile (nothing committed), and the
+same run syncs again by itself once the cluster answers. Real brokers, chdb, local Spark."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import dagster as dg
+import pytest
+
+from offset_pipeline.assets.continuous import offset_continuous_sync
+from tests.assets.test_outages import (  # noqa: F401 - fixtures
+    PARTITIONS,
+    one_way_topic,
+    own_idc2,
+    resources,
+    serves,
+)
+from tests.conftest import wait_for
+from tests.kafka_io.test_standby_group_io import Member, committed
+
+pytestmark = pytest.mark.kafka
+
+RUN_FOR_S = 60
+
+
+def test_a_standby_cluster_down_mid_run_costs_cycles_not_the_run(kafka_pair, own_idc2, one_way_topic, chdb_dsn):
+    topic, group = one_way_topic, f"continuous-outage-{uuid.uuid4().hex[:8]}"
+    b1, b2 = kafka_pair.bootstrap("idc1"), own_idc2.spec.bootstrap_servers
+    res = resources(chdb_dsn, b1, b2)
+    config = {"ops": {"offset_continuous_sync": {"config": {
+        "run_for_s": RUN_FOR_S, "checkpoint_s": 5,
+        "snapshot": {"group_include": f"^{group}$", "kafka_timeout_s": 3.0},
+        "translation": {"topic_shapes": {topic: "one_way:idc1"}},
+    }}}}
+    outcome: dict = {}
+    member = Member(b1, group, topic)
+    runner = threading.Thread(target=lambda: outcome.update(result=dg.materialize(
+        [offset_continuous_sync], resources=res, run_config=config, raise_on_error=False)))
+    try:
+        member.commit(topic, {p: 10 for p in range(PARTITIONS)})
+        runner.start()
+        wait_for(lambda: committed(b2, group, topic) == {p: 10 for p in range(PARTITIONS)}, timeout=45,
+                 what="the first sync")
+
+        own_idc2.stop()
+        member.commit(topic, {p: 15 for p in range(PARTITIONS)})
+        time.sleep(8)  # a few cycles without idc2
+        assert runner.is_alive()
+        own_idc2.start()
+        wait_for(lambda: serves(b2, topic), timeout=60, what=f"{topic} readable on the restarted idc2")
+        # the same run syncs the group's new offsets by itself
+        wait_for(lambda: committed(b2, group, topic) == {p: 15 for p in range(PARTITIONS)}, timeout=30,
+                 what="the sync after idc2's return")
+        assert runner.is_alive(), "the run ended before idc2 came back: make RUN_FOR_S longer"
+        runner.join(RUN_FOR_S + 120)
+    finally:
+        member.close()
+        own_idc2.start()
+
+    result = outcome["result"]
+    assert result.success, "a cluster down must not fail the run"
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    readable = checks["clusters_readable"]
+    assert not readable.passed and readable.severity == dg.AssetCheckSeverity.WARN
+    assert "idc2 did not answer in" in readable.description
+    assert readable.metadata["cycles_unavailable_idc2"].value >= 1
+    assert checks["no_loss"].passed
+    [materialization] = result.asset_materializations_for_node("offset_continuous_sync")
+    meta = {k: v.value for k, v in materialization.metadata.items()}
+    assert meta["status_cluster_unavailable"] >= PARTITIONS  # named, never committed
+    client = res["clickhouse"].get_client()
+    wrote_while_down = client.query(
+        "SELECT count() FROM offset_commits WHERE group_id = {g:String} AND applied AND translation_status = "
+        "'cluster_unavailable'", parameters={"g": group}).result_rows[0][0]
+    assert wrote_while_down == 0
