@@ -10,6 +10,10 @@ CONTINUOUS_JOB = "offset_sync_continuous"
 FAST_FORWARD_JOB = "offset_fast_forward"
 AUDIT_JOB = "offset_failover_audit_job"
 
+#: Dagster's concurrency pool of every asset that commits to standby groups (the interval cycle's, the
+#: continuous run's, the fast-forward's): deploy/dagster.yaml limits it to one run at a time.
+SYNC_POOL = "offset_sync"
+
 #: Every run that commits to standby groups carries this tag: the run queue (deploy/dagster.yaml)
 #: admits one such run at a time, manual launches included.
 SYNC_CONCURRENCY_TAG = "offset_pipeline/sync"

@@ -23,6 +23,7 @@ from pydantic import Field
 from offset_pipeline.assets.translation import TRANSLATION_ROWS
 from offset_pipeline.monitoring.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
+from offset_pipeline.run_targets import SYNC_POOL
 from offset_pipeline.settings import dry_run_default, kafka_timeout_s
 from offset_pipeline.storage import commits, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
@@ -61,6 +62,7 @@ _WARNED_ERRORS = 20  # commit errors logged as Dagster warnings per cycle; all a
 
 
 @dg.asset(
+    pool=SYNC_POOL,
     group_name="offset_sync",
     deps=["offset_translations"],
     kinds={"kafka", "clickhouse"},

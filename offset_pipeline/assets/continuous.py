@@ -43,7 +43,7 @@ from offset_pipeline.resources import (
     SparkResource,
 )
 from offset_pipeline.resources.clickhouse import close_embedded_clients
-from offset_pipeline.run_targets import FAST_FORWARD_JOB
+from offset_pipeline.run_targets import FAST_FORWARD_JOB, SYNC_POOL
 from offset_pipeline.settings import checkpoint_s, continuous_run_s
 from offset_pipeline.sync.commit_checks import (
     FRESHNESS_CHECK,
@@ -79,6 +79,7 @@ def _freshness_fail_window() -> timedelta:
 
 @dg.asset(
     name=ASSET,
+    pool=SYNC_POOL,
     group_name="offset_sync_continuous",
     kinds={"kafka", "spark", "clickhouse"},
     freshness_policy=dg.FreshnessPolicy.time_window(fail_window=_freshness_fail_window()),

@@ -26,6 +26,7 @@ from offset_pipeline.fast_forward.step import FastForwardRequest, fast_forward_g
 from offset_pipeline.monitoring.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.mirrors import MirrorsResource
+from offset_pipeline.run_targets import SYNC_POOL
 from offset_pipeline.settings import dry_run_default, kafka_timeout_s, stale_window_s
 from offset_pipeline.storage import fast_forwards
 from offset_pipeline.sync.commit_checks import NO_LOSS_CHECK, evaluate_no_loss
@@ -68,6 +69,7 @@ def decision_line(row: fast_forwards.FastForwardRow) -> str:
 
 
 @dg.asset(
+    pool=SYNC_POOL,
     group_name="stale_partitions",
     kinds={"kafka", "clickhouse"},
     check_specs=[

@@ -36,6 +36,7 @@ from offset_pipeline.monitoring.metrics_step import (
     status_rows_left_out,
 )
 from offset_pipeline.resources import ClickHouseResource
+from offset_pipeline.run_targets import SYNC_POOL
 from offset_pipeline.storage import (
     commits,
     cycle_rows,
@@ -70,6 +71,7 @@ METRICS_WRITTEN_CHECK = "metrics_written"
 
 
 @dg.asset(
+    pool=SYNC_POOL,
     group_name="offset_sync",
     deps=["offset_standby_commits"],
     kinds={"clickhouse"},

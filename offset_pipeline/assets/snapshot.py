@@ -20,6 +20,7 @@ from pydantic import Field
 
 from offset_pipeline.kafka_io.group_offsets import DEFAULT_GROUP_EXCLUDE, GroupFilter
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
+from offset_pipeline.run_targets import SYNC_POOL
 from offset_pipeline.settings import kafka_timeout_s
 from offset_pipeline.storage import snapshots
 from offset_pipeline.storage.deferred_writes import WriteOutcome, open_writer
@@ -44,6 +45,7 @@ class SnapshotConfig(dg.Config):
 
 
 @dg.asset(
+    pool=SYNC_POOL,
     group_name="offset_sync",
     kinds={"kafka", "clickhouse"},
     check_specs=[

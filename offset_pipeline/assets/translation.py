@@ -34,6 +34,7 @@ from offset_pipeline.assets.snapshot import SNAPSHOT_ROWS
 from offset_pipeline.monitoring.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.spark import SparkResource, SparkUnavailable
+from offset_pipeline.run_targets import SYNC_POOL
 from offset_pipeline.settings import (
     kafka_timeout_s,
     mirror_writes_headers,
@@ -113,6 +114,7 @@ class TranslationConfig(dg.Config):
 
 
 @dg.asset(
+    pool=SYNC_POOL,
     group_name="offset_sync",
     deps=["offset_snapshot"],
     kinds={"spark", "kafka", "clickhouse"},

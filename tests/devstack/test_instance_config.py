@@ -20,7 +20,7 @@ def test_an_older_home_keeps_its_settings_and_gains_retention_and_monitoring(tmp
     older = (
         "# an operator's note\n"
         "run_coordinator:\n  module: dagster.core.run_coordinator\n  class: QueuedRunCoordinator\n"
-        "  config:\n    max_concurrent_runs: 9\n"
+        "concurrency:\n  runs:\n    max_concurrent_runs: 9\n"
         "telemetry:\n  enabled: false\n"
     )
     (home / "dagster.yaml").write_text(older)
@@ -29,7 +29,30 @@ def test_an_older_home_keeps_its_settings_and_gains_retention_and_monitoring(tmp
     text = (home / "dagster.yaml").read_text()
     assert text.startswith(older)  # nothing of the operator's changed, comments included
     merged = yaml.safe_load(text)
-    assert merged["run_coordinator"]["config"]["max_concurrent_runs"] == 9
+    assert merged["concurrency"]["runs"]["max_concurrent_runs"] == 9
     assert ensure_instance_config(home) == []  # idempotent
     with dg.DagsterInstance.from_config(str(home)) as instance:  # Dagster reads the result
         assert instance.run_monitoring_enabled
+
+
+def test_a_home_from_before_the_pools_moves_its_run_queue_settings_and_gains_the_pools(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(
+        "run_coordinator:\n  module: dagster.core.run_coordinator\n  class: QueuedRunCoordinator\n"
+        "  config:\n    max_concurrent_runs: 9\n    tag_concurrency_limits:\n"
+        "      - key: offset_pipeline/sync\n        limit: 1\n"
+        "retention:\n  schedule:\n    purge_after_days: 7\n"
+    )
+    assert "concurrency" in ensure_instance_config(home)
+    merged = yaml.safe_load((home / "dagster.yaml").read_text())
+    assert "config" not in merged["run_coordinator"]
+    assert merged["concurrency"]["runs"] == {"max_concurrent_runs": 9, "tag_concurrency_limits": [
+        {"key": "offset_pipeline/sync", "limit": 1}]}
+    assert merged["concurrency"]["pools"] == {"granularity": "run", "default_limit": 1}
+    assert merged["retention"]["schedule"]["purge_after_days"] == 7  # kept
+    assert ensure_instance_config(home) == []  # idempotent
+    with dg.DagsterInstance.from_config(str(home)) as instance:  # valid for Dagster
+        config = instance.get_concurrency_config()
+        assert config.run_queue_config.max_concurrent_runs == 9
+        assert config.pool_config.default_pool_limit == 1

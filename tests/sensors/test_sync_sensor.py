@@ -97,5 +97,9 @@ def test_the_instance_config_queues_sync_runs_one_at_a_time(tmp_path, monkeypatc
     shutil.copy(Path(__file__).parents[2] / "deploy" / "dagster.yaml", tmp_path / "dagster.yaml")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     with dg.DagsterInstance.get() as instance:
-        limits = instance.run_coordinator.get_run_queue_config().tag_concurrency_limits
-    assert {"key": "offset_pipeline/sync", "limit": 1} in limits
+        config = instance.get_concurrency_config()
+    assert {"key": "offset_pipeline/sync", "limit": 1} in config.run_queue_config.tag_concurrency_limits
+    # and Dagster's pool: the sync assets' runs take pool "offset_sync", one run at a time
+    assert (config.pool_config.pool_granularity.value, config.pool_config.default_pool_limit) == ("run", 1)
+    for asset in ("offset_snapshot", "offset_standby_commits", "offset_continuous_sync", "offset_fast_forwards"):
+        assert defs.resolve_assets_def(asset).op.pool == "offset_sync"
