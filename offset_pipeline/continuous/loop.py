@@ -75,6 +75,7 @@ from offset_pipeline.sync.commit_cycle import (
     unrecorded_changes,
 )
 from offset_pipeline.sync.commit_step import CycleContext
+from offset_pipeline.sync.shape_step import sample_and_detect
 from offset_pipeline.sync.snapshot_step import read_clusters
 from offset_pipeline.sync.spark_translation import result_row
 from offset_pipeline.sync.translation_step import (
@@ -370,6 +371,7 @@ class ContinuousSync:
         for t in tuples:
             partitions.setdefault(t[1], []).append(SimpleNamespace(topic=t[3], partition=int(t[4])))
         history = read_commit_history(client if earlier.read else None, cycle_id, partitions, self.clusters)
+        self._first_shapes(client if earlier.read else None, cycle_id, time_ms, tuples)
         self.io.release_clickhouse()
         revisit = partitions_to_revisit(None, tuples, {}, {}, time.monotonic(), self.settings.revisit_s)
         outcome = self._sync(cycle_id, time_ms, snapshot, tuples, revisit, earlier.history,
@@ -379,6 +381,22 @@ class ContinuousSync:
             self.log.warning(f"offset-sync unrecorded standby change: {change}")
         self._record(outcome)
         self._checkpoint(cycle_id, time_ms, with_snapshot=False)
+
+    def _first_shapes(self, client, cycle_id: str, time_ms: int, tuples: list[tuple]) -> None:
+        """The shapes of unconfigured topics for the first cycle, as the interval mode detects them
+        (the evidence kept in ClickHouse, and a sample); later checkpoints sample again."""
+        shapes = self.settings.checkpoint.shapes
+        if client is None or shapes is None:
+            return
+        try:
+            step = sample_and_detect(client, cycle_id, time_ms, tuples, self.settings.shapes, self.clusters,
+                                     self._confs, shapes)
+        except Exception as exc:  # noqa: BLE001 - unknown shapes: header anchors only until a checkpoint samples
+            self.log.warning(f"offset-sync shape sample failed: {type(exc).__name__}: {exc}")
+            return
+        for error in step.errors:
+            self.log.warning(f"offset-sync shape sample failed: {error}")
+        self.state.detected_shapes = step.detected()
 
     def _checkpoint_id(self) -> str:
         return f"{self.run_id}:{self._number}"
