@@ -114,3 +114,32 @@ def test_a_backfill_of_two_audit_days_launched_from_the_ui_completes(dagster_ui,
         # The single-run backfill policy: both days in one run.
         assert (run.tags["dagster/asset_partition_range_start"], run.tags["dagster/asset_partition_range_end"]) == (
             days[0], days[1])
+
+
+def test_the_continuous_run_started_by_its_sensor_shows_readiness_to_switch(dagster_ui, page):
+    """The default mode as bin/up runs it: the sensor's continuous run (one minute in this stack)
+    materializes offset_continuous_sync, and its page shows the readiness table of its metadata."""
+    with dg.DagsterInstance.from_config(str(dagster_ui.dagster_home)) as instance:
+        deadline = time.monotonic() + 360
+        event = None
+        while event is None and time.monotonic() < deadline:
+            event = instance.get_latest_materialization_event(dg.AssetKey("offset_continuous_sync"))
+            time.sleep(3)
+        assert event is not None, "offset_continuous_sync never materialized: " + dagster_ui.log_tail()
+        run = instance.get_run_by_id(event.run_id)
+        assert run.job_name == "offset_sync_continuous"
+        assert run.tags.get("dagster/sensor_name") == "offset_continuous_sync_sensor"
+        metadata = event.asset_materialization.metadata
+        assert metadata["cycles"].value > 5
+    page.goto(f"{dagster_ui.url}/assets/offset_continuous_sync")
+    shown_table = page.locator("table table").filter(has_text="safe to switch").first
+    shown_table.wait_for()
+    shown_table.scroll_into_view_if_needed()
+    shot(page, artifacts_dir(), "continuous-readiness")
+    shown = [[c.strip() for c in row.locator("th, td").all_inner_texts()] for row in shown_table.locator("tr").all()]
+    expected = markdown_rows(metadata["readiness"].value)
+    assert shown[0] == expected[0] == ["group", "direction", "safe to switch", "expected duplicates",
+                                       "seconds since sync", "why not"]
+    assert len(shown) > 1
+    stack_groups = {g.group_id for g in default_groups()}
+    assert {row[0] for row in shown[1:]} <= stack_groups | {row[0] for row in expected[1:]}
