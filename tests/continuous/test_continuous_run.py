@@ -129,20 +129,17 @@ def test_one_run_follows_the_group_commit_after_commit(kafka_pair, chdb_dsn, one
     # where the standby is now.
     client = resources["clickhouse"].get_client()
     run_id = result.run_id
-    per_checkpoint = client.query(
-        "SELECT s.snapshot_id, s.rows, t.rows, c.rows, m.rows FROM "
-        "(SELECT snapshot_id, count() AS rows FROM offset_snapshots WHERE group_id = {g:String} GROUP BY snapshot_id) s "
-        "JOIN (SELECT snapshot_id, count() AS rows FROM offset_translations WHERE group_id = {g:String} "
-        "GROUP BY snapshot_id) t USING snapshot_id "
-        "LEFT JOIN (SELECT snapshot_id, count() AS rows FROM offset_commits WHERE group_id = {g:String} "
-        "GROUP BY snapshot_id) c USING snapshot_id "
-        "LEFT JOIN (SELECT snapshot_id, count() AS rows FROM offset_sync_metrics WHERE group_id = {g:String} "
-        "GROUP BY snapshot_id) m USING snapshot_id ORDER BY s.snapshot_id",
-        parameters={"g": group},
-    ).result_rows
-    assert len(per_checkpoint) == meta["checkpoints"]
-    assert all(sid.startswith(run_id + ":") for sid, *_ in per_checkpoint)
-    assert all(rows == (2 * PARTITIONS, PARTITIONS, PARTITIONS, PARTITIONS) for _, *rows in per_checkpoint), per_checkpoint
+    def per_checkpoint(table: str, key: str = "snapshot_id") -> dict:
+        return dict(client.query(f"SELECT {key}, count() FROM {table} WHERE group_id = {{g:String}} GROUP BY {key}",
+                                 parameters={"g": group}).result_rows)
+
+    snapshots, translated, commit_rows = (per_checkpoint(t) for t in
+                                          ("offset_snapshots", "offset_translations", "offset_commits"))
+    assert len(snapshots) == meta["checkpoints"]
+    assert all(sid.startswith(run_id + ":") for sid in snapshots)
+    assert set(snapshots.values()) == {2 * PARTITIONS} and translated == commit_rows == {s: PARTITIONS for s in snapshots}
+    metric_rows = per_checkpoint("offset_sync_metrics", "cycle_time")  # one row per partition per checkpoint
+    assert len(metric_rows) == meta["checkpoints"] and set(metric_rows.values()) == {PARTITIONS}
     newest = dict(client.query(
         "SELECT partition, argMax(committed_after, cycle_time) FROM offset_commits WHERE group_id = {g:String} "
         "GROUP BY partition", parameters={"g": group}).result_rows)

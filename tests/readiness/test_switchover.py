@@ -73,7 +73,7 @@ def test_refused_without_a_standby_offset(kafka_pair, one_way_topic):
 
 def test_a_stopped_one_way_group_moves_exactly(kafka_pair, chdb_dsn, one_way_topic):
     topic, n = one_way_topic
-    b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    b2 = kafka_pair.bootstrap("idc2")
     group = synced_then_stopped(kafka_pair, chdb_dsn, topic, {0: 10, 1: 20}, {0: 31, 1: 45}, "one_way:idc1")
     before = committed(b2, group, topic)
     report, code = switchover(group, "idc2", clusters=clusters(kafka_pair), drain_timeout_s=60, window=100)
@@ -91,8 +91,10 @@ def test_a_stopped_one_way_group_moves_exactly(kafka_pair, chdb_dsn, one_way_top
 def test_a_stopped_two_way_group_moves_with_nothing_lost(kafka_pair, chdb_dsn, mirrored_topic):
     topic, n = mirrored_topic
     b2 = kafka_pair.bootstrap("idc2")
-    last = {0: n - 12, 1: n - 5}
-    group = synced_then_stopped(kafka_pair, chdb_dsn, topic, {0: 8, 1: 9}, last, "two_way")
+    # the sync needs a standby-origin anchor below c: the fixture's copies of idc2's records lie in
+    # the later half of idc1's log
+    last = {0: n - 4, 1: n - 2}
+    group = synced_then_stopped(kafka_pair, chdb_dsn, topic, {0: n - 14, 1: n - 10}, last, "two_way")
     report, code = switchover(group, "idc2", clusters=clusters(kafka_pair), drain_timeout_s=60, window=200)
     assert code == 0, report
     after = committed(b2, group, topic)
