@@ -63,7 +63,11 @@ class ContinuousSyncConfig(dg.Config):
                              description="how long this run syncs before it ends (OFFSET_PIPELINE_CONTINUOUS_RUN_S)")
     checkpoint_s: float = Field(default_factory=checkpoint_s, gt=0,
                                 description="how often the state goes to ClickHouse (OFFSET_PIPELINE_CHECKPOINT_S)")
-    revisit_s: float = Field(default=2.0, gt=0, description="how often an unsettled group-partition is read again")
+    revisit_s: float = Field(default=2.0, gt=0,
+                             description="an unsettled group-partition is read again this soon when a log end moved")
+    retry_s: float = Field(default=300.0, gt=0,
+                           description="an unsettled group-partition is read again after this (spread up to twice), "
+                                       "whatever happened")
     local_max_partitions: int = Field(default=200, ge=0,
                                       description="a cycle with more Kafka partitions to translate uses Spark")
     snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
@@ -154,6 +158,7 @@ def _settings(config: ContinuousSyncConfig, idc1: KafkaClusterResource, idc2: Ka
         group_filter=GroupFilter(config.snapshot.group_include, config.snapshot.group_exclude),
         shapes=dict(t.topic_shapes), reads=reads, dry_run=config.commit.dry_run,
         parallel_groups=config.commit.parallel_groups, checkpoint_s=config.checkpoint_s, revisit_s=config.revisit_s,
+        retry_s=config.retry_s,
         local_max_partitions=config.local_max_partitions, max_sync_age_s=config.commit.max_sync_age_s,
         checkpoint=CheckpointSettings(
             mirror_window_s=config.metrics.mirror_window_s, lagging_after_s=config.metrics.lagging_after_s,

@@ -98,6 +98,7 @@ class ContinuousSettings:
     parallel_groups: int = 8
     checkpoint_s: float = 30.0
     revisit_s: float = 2.0
+    retry_s: float = 300.0
     local_max_partitions: int = 200
     min_cycle_s: float = 0.2  # a cycle with nothing to do waits out the rest of this
     max_sync_age_s: float = 300.0
@@ -272,7 +273,8 @@ class ContinuousSync:
         snapshot = self._read(cycle_id, time_ms)
         tuples = [snapshot_tuple(r) for r in snapshot]
         revisit = partitions_to_revisit(self.state.snapshot_tuples(), tuples, self.state.memory,
-                                        self.state.written_by_sync, time.monotonic(), self.settings.revisit_s)
+                                        self.state.written_by_sync, time.monotonic(), self.settings.revisit_s,
+                                        self.settings.retry_s)
         return self._sync(cycle_id, time_ms, snapshot, tuples, revisit, self.state.history(),
                           self.state.previous_committed(), started)
 

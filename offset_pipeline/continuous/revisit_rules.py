@@ -16,7 +16,10 @@ Invariants (tests/continuous/test_revisit_rules.py, table-driven and property-ba
   or recreated topic), whose presence, timestamp type or read error changed, is revisited;
 * **unsettled**: a group-partition whose last result was not settled (an inexact or no translation,
   or a commit that did not end synced) is revisited once ``revisit_s`` passed since its last
-  translation, and only then: a broken partition costs one read per ``revisit_s``, not one per cycle;
+  translation *and* a log end moved since then on either cluster (a copy may have arrived, an anchor
+  with it), or once ``retry_s`` (plus a spread of up to as much again, fixed per group-partition)
+  passed whatever happened. A quiet, unsettled partition (no anchor yet, a live standby group) costs
+  one read per ``retry_s``, not one per cycle;
 * nothing else is revisited. A settled group-partition (an exact translation, committed) whose
   facts did not change keeps its answer: the copy of the record at an unchanged committed offset
   does not move, and a group at its log end stays right as records arrive after it (its standby
@@ -25,6 +28,7 @@ Invariants (tests/continuous/test_revisit_rules.py, table-driven and property-ba
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -54,6 +58,7 @@ class PartitionMemory:
     translated_at_s: float  # monotonic seconds of that translation
     status: str  # its translation status
     commit_synced: bool  # its commit ended synced (or nothing needed writing)
+    log_ends: tuple = ()  # ((cluster, log end), ...) of the read it was translated from
 
     @property
     def settled(self) -> bool:
@@ -111,6 +116,17 @@ def _facts_changed(before: SideFacts | None, now: SideFacts | None) -> bool:
     return before.log_end is not None and now.log_end is not None and now.log_end < before.log_end
 
 
+def log_ends_of(sides: Iterable[tuple[str, SideFacts]]) -> tuple:
+    """The ``log_ends`` of :class:`PartitionMemory` for one group-partition's sides."""
+    return tuple(sorted((cluster, f.log_end) for cluster, f in sides))
+
+
+def retry_after_s(key: GroupPartition, retry_s: float) -> float:
+    """``retry_s`` plus a spread in [0, retry_s) fixed per group-partition (crc32 of its key): the
+    partitions translated together by a run's first cycle do not all come back in one cycle."""
+    return retry_s * (1.0 + (zlib.crc32(repr(key).encode()) % 1000) / 1000)
+
+
 def partitions_to_revisit(
     previous: Iterable[tuple] | None,
     current: Iterable[tuple],
@@ -118,6 +134,7 @@ def partitions_to_revisit(
     written_by_sync: Mapping[tuple[str, str], Mapping[tuple[str, int], int]],
     now_s: float,
     revisit_s: float,
+    retry_s: float = 300.0,
 ) -> dict[GroupPartition, RevisitReason]:
     """group-partition -> why it is translated again this cycle, for every group-partition of
     ``current`` that needs it (see the module's invariants).
@@ -149,9 +166,17 @@ def partitions_to_revisit(
             out[key] = RevisitReason.OFFSET_MOVED
         elif any(_facts_changed(before.get((c, group_id, topic, partition)), f) for c, f in sides):
             out[key] = RevisitReason.FACTS_CHANGED
-        elif not remembered.settled and now_s - remembered.translated_at_s >= revisit_s:
+        elif not remembered.settled and _unsettled_due(key, remembered, sides, now_s, revisit_s, retry_s):
             out[key] = RevisitReason.UNSETTLED
     return out
+
+
+def _unsettled_due(key: GroupPartition, remembered: PartitionMemory, sides, now_s: float, revisit_s: float,
+                   retry_s: float) -> bool:
+    age = now_s - remembered.translated_at_s
+    if age >= retry_after_s(key, retry_s):
+        return True
+    return age >= revisit_s and log_ends_of(sides) != remembered.log_ends
 
 
 def _offset_moved(before: SideFacts | None, now: SideFacts, written: int | None) -> bool:

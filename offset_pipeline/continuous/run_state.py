@@ -123,11 +123,15 @@ class ContinuousState:
                directions: Mapping[str, Any], now_s: float) -> None:
         """A cycle's read, its new results and commit rows, its groups' directions (``DirectionDecision``)."""
         self.snapshot = snapshot
+        ends: dict[GroupPartition, list] = {}
+        for r in snapshot:
+            ends.setdefault((r.group_id, r.topic, int(r.partition)), []).append((r.cluster, r.log_end))
         for row in results:
             key = (row["group_id"], row["topic"], int(row["partition"]))
             self.results[key] = row
             self._keep_anchor(row)
-            self.memory[key] = PartitionMemory(now_s, row["status"], commit_synced=False)
+            self.memory[key] = PartitionMemory(now_s, row["status"], commit_synced=False,
+                                               log_ends=tuple(sorted(ends.get(key, ()))))
         for commit in commits:
             key = (commit.group_id, commit.topic, int(commit.partition))
             self.commits[key] = commit

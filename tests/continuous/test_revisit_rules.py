@@ -30,13 +30,15 @@ def pair(active=None, standby=None):
             row("idc2", **{"members": 0, "committed": 8, "state": "Empty", **(standby or {})})]
 
 
-SETTLED = PartitionMemory(translated_at_s=100.0, status="header_exact", commit_synced=True)
-UNSETTLED = PartitionMemory(translated_at_s=100.0, status="timestamp_search", commit_synced=True)
+ENDS = (("idc1", 20), ("idc2", 20))  # the log ends pair() reads
+SETTLED = PartitionMemory(translated_at_s=100.0, status="header_exact", commit_synced=True, log_ends=ENDS)
+UNSETTLED = PartitionMemory(translated_at_s=100.0, status="timestamp_search", commit_synced=True, log_ends=ENDS)
+RETRY_S = 300.0
 
 
 def revisit(previous, current, memory=None, written=None, now=101.0, revisit_s=2.0):
     return partitions_to_revisit(previous, current, {KEY: SETTLED} if memory is None else memory,
-                                 written or {}, now, revisit_s)
+                                 written or {}, now, revisit_s, RETRY_S)
 
 
 @pytest.mark.parametrize("name, previous, current, memory, written, now, expected", [
@@ -61,14 +63,22 @@ def revisit(previous, current, memory=None, written=None, now=101.0, revisit_s=2
      RevisitReason.FACTS_CHANGED),
     ("topic gone on the standby", pair(), pair(standby={"present": False}), None, None, 101.0,
      RevisitReason.FACTS_CHANGED),
-    ("unsettled, too soon", pair(), pair(), {KEY: UNSETTLED}, None, 101.0, None),
-    ("unsettled, revisit_s passed", pair(), pair(), {KEY: UNSETTLED}, None, 102.0, RevisitReason.UNSETTLED),
-    ("exact but commit not synced", pair(), pair(),
-     {KEY: PartitionMemory(100.0, "header_exact", commit_synced=False)}, None, 103.0, RevisitReason.UNSETTLED),
-    ("no translation (problem status)", pair(), pair(),
-     {KEY: PartitionMemory(100.0, "cluster_unavailable", commit_synced=False)}, None, 103.0, RevisitReason.UNSETTLED),
-    ("unknown status never counts as settled", pair(), pair(),
-     {KEY: PartitionMemory(100.0, "from_a_newer_version", commit_synced=True)}, None, 103.0, RevisitReason.UNSETTLED),
+    ("unsettled, a log end moved, too soon", pair(), pair(standby={"log_end": 21}), {KEY: UNSETTLED}, None, 101.0,
+     None),
+    ("unsettled, a log end moved, revisit_s passed", pair(), pair(standby={"log_end": 21}), {KEY: UNSETTLED}, None,
+     102.0, RevisitReason.UNSETTLED),
+    ("unsettled, nothing moved, revisit_s passed", pair(), pair(), {KEY: UNSETTLED}, None, 150.0, None),
+    ("unsettled, nothing moved, twice retry_s passed", pair(), pair(), {KEY: UNSETTLED}, None, 100.0 + 2 * RETRY_S,
+     RevisitReason.UNSETTLED),
+    ("exact but commit not synced", pair(), pair(standby={"log_end": 25}),
+     {KEY: PartitionMemory(100.0, "header_exact", commit_synced=False, log_ends=ENDS)}, None, 103.0,
+     RevisitReason.UNSETTLED),
+    ("no translation (problem status)", pair(), pair({"log_end": 22}),
+     {KEY: PartitionMemory(100.0, "cluster_unavailable", commit_synced=False, log_ends=ENDS)}, None, 103.0,
+     RevisitReason.UNSETTLED),
+    ("unknown status never counts as settled", pair(), pair({"log_end": 22}),
+     {KEY: PartitionMemory(100.0, "from_a_newer_version", commit_synced=True, log_ends=ENDS)}, None, 103.0,
+     RevisitReason.UNSETTLED),
 ])
 def test_revisit_reasons(name, previous, current, memory, written, now, expected):
     got = revisit(previous, current, memory, written, now)
@@ -112,7 +122,7 @@ def test_property_revisited_exactly_when_an_invariant_names_it(before, now, writ
     previous = pair({"committed": a0, "members": am0}, {"committed": s0, "members": sm0})
     current = pair({"committed": a1, "members": am1, "log_end": 20 + grown},
                    {"committed": s1, "members": sm1, "log_end": 20 + grown})
-    memory = {KEY: PartitionMemory(100.0, status, synced)}
+    memory = {KEY: PartitionMemory(100.0, status, synced, log_ends=ENDS)}
     written_by_sync = {} if written is None else {("idc2", G): {("t", 0): written}}
     got = revisit(previous, current, memory, written_by_sync, now=100.0 + elapsed, revisit_s=2.0).get(KEY)
 
@@ -123,7 +133,15 @@ def test_property_revisited_exactly_when_an_invariant_names_it(before, now, writ
         assert got == RevisitReason.GROUP_CHANGED
     elif moved:
         assert got == RevisitReason.OFFSET_MOVED
-    elif not settled and elapsed >= 2.0:
-        assert got == RevisitReason.UNSETTLED
+    elif not settled and elapsed >= 2.0 and grown:
+        assert got == RevisitReason.UNSETTLED  # a log end moved: a copy, an anchor may have come
     else:
-        assert got is None  # a growing log end alone is never a reason
+        assert got is None  # a growing log end alone never revisits a settled partition
+
+
+def test_retry_after_is_spread_per_partition_between_one_and_two_retry_s():
+    from offset_pipeline.continuous.revisit_rules import retry_after_s
+
+    waits = {retry_after_s((G, "t", p), 300.0) for p in range(200)}
+    assert all(300.0 <= w < 600.0 for w in waits) and len(waits) > 150
+    assert retry_after_s(KEY, 300.0) == retry_after_s(KEY, 300.0)  # fixed per key
