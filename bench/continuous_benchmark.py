@@ -261,6 +261,11 @@ def report(args, workload, latencies: Latencies, summary, since: float, until: f
           f"{unsettled} not settled at the end (oldest {oldest:.1f}s)")
     print(f"cycles: {len(measured)}, p50 {f(figures['cycle_p50_s'])}s, p99 {f(figures['cycle_p99_s'])}s, "
           f"max {f(figures['cycle_max_s'])}s; engines {dict(engines)}; revisited per cycle {figures['revisited_per_cycle']}")
+    stages = Counter()
+    for o in measured:
+        stages.update(o.stage_seconds)
+    figures["stage_mean_s"] = {k: round(v / max(len(measured), 1), 3) for k, v in stages.items()}
+    print(f"cycle stages (mean s): {figures['stage_mean_s']}")
     print(f"checkpoints: {len(checkpoints)}, p50 {f(figures['checkpoint_p50_s'])}s, max {f(figures['checkpoint_max_s'])}s, "
           f"{summary.checkpoints_skipped} skipped; commit errors {summary.commit_errors}; "
           f"no-loss offenders {len(summary.no_loss_offenders)}")

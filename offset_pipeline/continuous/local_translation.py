@@ -12,6 +12,7 @@ A cycle with more work than ``local_max_partitions`` goes to Spark as in the int
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from offset_pipeline.kafka_io.isolated import IsolatedCalls
@@ -26,20 +27,33 @@ from offset_pipeline.translation import TranslationStatus
 CHILD_START_S = 30.0  # beyond the reads' own bound: starting the child the first time
 
 
+#: Kafka partitions read at once in the child: each read waits on the brokers, not on the CPU
+#: (librdkafka releases the GIL), and each thread leases consumers of its own from the pool.
+READ_THREADS = 8
+
+
 def translate_work(work: list[dict[str, Any]], confs: dict[str, dict], snapshot_id: str, cycle_time_ms: int,
                    reads: ReadSettings, read_until: float | None) -> list[dict[str, Any]]:
-    """Called in the child: one result row per work row (``spark_translation.RESULT_COLUMNS``)."""
+    """Called in the child: one result row per work row (``spark_translation.RESULT_COLUMNS``), the
+    Kafka partitions read ``READ_THREADS`` at a time."""
     by_key: dict[tuple, list[dict[str, Any]]] = {}
     for row in work:
         by_key.setdefault(tuple(row[k] for k in PARTITION_KEY), []).append(row)
-    out: list[dict[str, Any]] = []
-    for rows in translate_keyed_rows(
-        by_key, confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms, read_until=read_until,
-        window=reads.window, refine_window=reads.refine_window, timeout_s=reads.kafka_timeout_s,
-        mirror_writes_headers=reads.mirror_writes_headers,
-    ):
-        out += rows
-    return out
+
+    def one(key: tuple) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for rows in translate_keyed_rows(
+            {key: by_key[key]}, confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms, read_until=read_until,
+            window=reads.window, refine_window=reads.refine_window, timeout_s=reads.kafka_timeout_s,
+            mirror_writes_headers=reads.mirror_writes_headers,
+        ):
+            out += rows
+        return out
+
+    if len(by_key) == 1:
+        return one(next(iter(by_key)))
+    with ThreadPoolExecutor(max_workers=min(READ_THREADS, len(by_key)), thread_name_prefix="translate") as pool:
+        return [row for rows in pool.map(one, list(by_key)) for row in rows]
 
 
 def partition_count(work: list[dict[str, Any]]) -> int:

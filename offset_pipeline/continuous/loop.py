@@ -133,6 +133,7 @@ class CycleOutcome:
     partitions_written: int
     commit_errors: int
     unavailable: dict[str, str]  # cluster -> why it did not answer this cycle
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # read, decide, translate, commit, record
 
 
 @dataclass
@@ -202,6 +203,7 @@ class ContinuousSync:
         self._checkpoints = CheckpointWriter(io.clickhouse, settings.checkpoint, io.release_clickhouse)
         self._number = 0
         self._unavailable: dict[str, str] = {}  # this cycle's clusters that did not answer
+        self._stages: dict[str, float] = {}  # this cycle's seconds per stage so far
         self._was_unavailable: dict[str, str] = {}  # the previous cycle's
         self._last_checkpoint_id: str | None = None
         self.last_readiness: list = []  # the newest checkpoint's readiness rows (storage.readiness.ReadinessRow)
@@ -271,6 +273,7 @@ class ContinuousSync:
         cycle_id = f"{self.run_id}:{self._number}"
         time_ms = int(time.time() * 1000)
         snapshot = self._read(cycle_id, time_ms)
+        self._stages = {"read": time.monotonic() - started}
         tuples = [snapshot_tuple(r) for r in snapshot]
         revisit = partitions_to_revisit(self.state.snapshot_tuples(), tuples, self.state.memory,
                                         self.state.written_by_sync, time.monotonic(), self.settings.revisit_s,
@@ -286,12 +289,23 @@ class ContinuousSync:
 
     def _sync(self, cycle_id, time_ms, snapshot, tuples, revisit, history, previous_committed,
               started: float) -> CycleOutcome:
+        stages = getattr(self, "_stages", {})
+        mark = time.monotonic()
+
+        def stage(name: str) -> None:
+            nonlocal mark
+            now = time.monotonic()
+            stages[name] = stages.get(name, 0.0) + now - mark
+            mark = now
+
         chosen = [t for t in tuples if (t[1], t[3], int(t[4])) in revisit]
         work = build_work(chosen, self.settings.shapes, self.state.anchors, self.clusters, history,
                           self.state.detected_shapes, caught_up_points=self.state.points)
         results = [result_row(r, cycle_id, time_ms) for r in work.undecided]
+        stage("decide")
         translated, engine = self._translate(work.work, cycle_id, time_ms)
         results += translated
+        stage("translate")
         offenders = bound_offenders(results)
         if offenders:  # the interval mode's blocking check within_safe_bound: a bug, nothing committed
             self.summary.bound_offenders += offenders[: 50 - len(self.summary.bound_offenders)]
@@ -299,14 +313,18 @@ class ContinuousSync:
             done = CycleCommits([], [], {}, 0.0)
         else:
             done = self._commit(results, cycle_id, time_ms, previous_committed)
+        stage("commit")
         self.state.record(snapshot, results, done.stored, work.directions, time.monotonic())
         self._log(results, done.lines)
         self.summary.add_no_loss(evaluate_no_loss(done.stored))
+        stage("record")
+        self._stages = {}
         return CycleOutcome(
             self._number, time.monotonic() - started, Counter(r.value for r in revisit.values()),
             Counter(r["status"] for r in results), engine,
             partitions_written=sum(1 for r in done.stored if r.applied),
             commit_errors=sum(1 for r in done.stored if r.error), unavailable=dict(self._unavailable),
+            stage_seconds={k: round(v, 4) for k, v in stages.items()},
         )
 
     def _translate(self, work: list[dict], cycle_id: str, time_ms: int) -> tuple[list[dict], str]:
