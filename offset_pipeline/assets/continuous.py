@@ -157,7 +157,8 @@ def _settings(config: ContinuousSyncConfig, idc1: KafkaClusterResource, idc2: Ka
     return ContinuousSettings(
         group_filter=GroupFilter(config.snapshot.group_include, config.snapshot.group_exclude),
         shapes=dict(t.topic_shapes), reads=reads, dry_run=config.commit.dry_run,
-        parallel_groups=config.commit.parallel_groups, checkpoint_s=config.checkpoint_s, revisit_s=config.revisit_s,
+        # a cycle's commits are a few groups' each: twice the interval mode's parallelism
+        parallel_groups=2 * config.commit.parallel_groups, checkpoint_s=config.checkpoint_s, revisit_s=config.revisit_s,
         retry_s=config.retry_s,
         local_max_partitions=config.local_max_partitions, max_sync_age_s=config.commit.max_sync_age_s,
         checkpoint=CheckpointSettings(

@@ -95,7 +95,7 @@ class ContinuousSettings:
     shapes: dict[str, str]
     reads: ReadSettings
     dry_run: bool
-    parallel_groups: int = 8
+    parallel_groups: int = 16
     checkpoint_s: float = 30.0
     revisit_s: float = 2.0
     retry_s: float = 300.0

@@ -9,6 +9,7 @@ The admin client lives in the child for the child's life (one cycle): both calls
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,9 +56,31 @@ def cluster_ranges(admin_config: dict[str, Any], cluster: str, partitions: list[
     except Exception as exc:  # noqa: BLE001 - no log range of this cluster is known
         return ClusterRanges(unavailable=f"reading topic metadata on {cluster} failed: {describe_error(exc)}")
     try:
-        types = topic_timestamp_types(admin, sorted({t for t, _ in present}), timeout_s=timeout_s)
+        types = _timestamp_types(admin, cluster, sorted({t for t, _ in present}), timeout_s)
     except Exception as exc:  # noqa: BLE001 - unknown timestamp types: the partitions' facts are incomplete
         reason = f"reading topic configs on {cluster} failed: {describe_error(exc)}"
         errors.update({tp: reason for tp in present if tp not in errors})
         types = {}
     return ClusterRanges(ranges, types, errors)
+
+
+#: How long a topic's timestamp type is taken as read. A child process that lives for a continuous
+#: run reads the snapshot about once a second; a topic's message.timestamp.type changes by an admin's
+#: hand, and a minute late is the interval mode's grain anyway. (The interval mode's child lives one
+#: cycle: it always asks.)
+TIMESTAMP_TYPE_TTL_S = 60.0
+_timestamp_type_cache: dict[tuple[str, str], tuple[str | None, float]] = {}
+
+
+def _timestamp_types(admin, cluster: str, topics: list[str], timeout_s: float) -> dict[str, str]:
+    """``topic_timestamp_types`` of the topics not read within :data:`TIMESTAMP_TYPE_TTL_S`, the rest
+    from this process's cache (a topic that was missing is asked again)."""
+    now = time.monotonic()
+    fresh = {t: _timestamp_type_cache[(cluster, t)] for t in topics if (cluster, t) in _timestamp_type_cache}
+    fresh = {t: kind for t, (kind, at) in fresh.items() if now - at < TIMESTAMP_TYPE_TTL_S and kind is not None}
+    wanted = [t for t in topics if t not in fresh]
+    read = topic_timestamp_types(admin, wanted, timeout_s=timeout_s) if wanted else {}
+    for topic in wanted:
+        _timestamp_type_cache[(cluster, topic)] = (read.get(topic), now)
+    return {**fresh, **read}
+
