@@ -26,7 +26,6 @@ from offset_pipeline.kafka_io.group_offsets import (
 )
 
 
-
 @dataclass(frozen=True)
 class ClusterRanges:
     """The log facts of one cluster; ``unavailable`` says why none could be read (then the rest is empty)."""
