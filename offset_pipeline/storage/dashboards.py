@@ -93,7 +93,7 @@ OVERVIEW = [
         "argMax(duplicates_at_most, checked_at) AS duplicates_at_most, "
         "argMax(seconds_since_sync, checked_at) AS seconds_since_sync, "
         "toString(argMax(reasons, checked_at)) AS why_not, argMax(first_problem, checked_at) AS first_problem, "
-        f"max(checked_at) AS checked_at FROM {READINESS} "
+        f"max(checked_at) AS verdict_at FROM {READINESS} "
         "WHERE checked_at >= $__toTime - INTERVAL 10 MINUTE AND checked_at <= $__toTime "
         f"AND {_ANY_ACTIVE} AND group_id IN (${{group:singlequote}}) "
         "GROUP BY group_id, active, standby ORDER BY safe_to_switch, group"
@@ -103,7 +103,7 @@ OVERVIEW = [
        "commit_not_synced, stale_sync, ...). Written by every continuous checkpoint; `offset-pipeline readiness` "
        "prints the same.",
         ("group", "active", "standby", "safe_to_switch", "expected_duplicates", "duplicates_at_most",
-         "seconds_since_sync", "why_not", "first_problem", "checked_at"), sparse=True),
+         "seconds_since_sync", "why_not", "first_problem", "verdict_at"), sparse=True),
     Panel("Translation success rate per strategy", "timeseries", (
         "SELECT $__timeInterval(minute) AS time, "
         "sum(header_hit_rows) / greatest(sum(header_rows), 1) AS header_hit_rate, "

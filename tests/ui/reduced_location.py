@@ -5,7 +5,12 @@ import dagster as dg
 
 from offset_pipeline.assets import all_assets
 from offset_pipeline.definitions import build_resources
-from offset_pipeline.definitions import offset_failover_audit_job, offset_failover_audit_schedule, offset_sync_job
+from offset_pipeline.definitions import (
+    offset_failover_audit_job,
+    offset_failover_audit_schedule,
+    offset_sync_continuous_job,
+    offset_sync_job,
+)
 from offset_pipeline.sensors import all_sensors
 from offset_pipeline.settings import read_settings
 
@@ -14,7 +19,7 @@ REMOVED = {"asset offset_fast_forwards", "check offset_fast_forwards:no_loss", "
 
 defs = dg.Definitions(
     assets=[a for a in all_assets if dg.AssetKey("offset_fast_forwards") not in a.keys],
-    jobs=[offset_sync_job, offset_failover_audit_job],
+    jobs=[offset_sync_job, offset_sync_continuous_job, offset_failover_audit_job],
     schedules=[offset_failover_audit_schedule],
     sensors=[s for s in all_sensors if s.name != "stale_partition_sensor"],  # every other sensor stays
     resources=build_resources(read_settings()),
