@@ -34,10 +34,7 @@ def cycle_readiness(snapshot_id: str, cycle_time_ms: int, metric_rows: Iterable,
             t.get("anchor_active_offset"), decisions.get(key), m.synced, m.g, m.f,
             None if m.last_synced_ms is None else m.last_synced_ms / 1000,
         ))
-    return [ReadinessRow(snapshot_id, cycle_time_ms, g.group_id, g.active, g.standby, g.partitions, g.ready,
-                         g.expected_duplicates, g.duplicates_at_most,
-                         None if g.seconds_since_sync is None else round(g.seconds_since_sync, 3), g.reasons,
-                         g.first_problem)
+    return [report.readiness_row(g, snapshot_id, cycle_time_ms)
             for g in group_readiness(facts, cycle_time_ms / 1000, max_age_s)]
 
 

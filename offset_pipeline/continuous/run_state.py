@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from offset_pipeline.continuous.revisit_rules import GroupPartition, PartitionMemory
+from offset_pipeline.readiness.report import readiness_row
 from offset_pipeline.readiness.rules import (
     GroupReadiness,
     PartitionFacts,
@@ -57,13 +58,6 @@ def carried_commit(row: CommitRow, snapshot_id: str, cycle_time_ms: int) -> Comm
         return replace(stamped, decision="unchanged", previous_offset=at, new_offset=at, committed_after=at, error=None,
                        reason=f"standby at {at} since cycle {row.snapshot_id}")
     return stamped
-
-
-def readiness_row(g: GroupReadiness, snapshot_id: str, time_ms: int) -> ReadinessRow:
-    return ReadinessRow(snapshot_id, time_ms, g.group_id, g.active, g.standby, g.partitions, g.ready,
-                        g.expected_duplicates, g.duplicates_at_most,
-                        None if g.seconds_since_sync is None else round(g.seconds_since_sync, 3), g.reasons,
-                        g.first_problem)
 
 
 @dataclass(frozen=True)

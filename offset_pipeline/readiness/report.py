@@ -7,9 +7,18 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict
 
+from offset_pipeline.readiness.rules import GroupReadiness
 from offset_pipeline.storage.readiness import ReadinessRow
 
 HEADER = ["group", "direction", "safe to switch", "expected duplicates", "seconds since sync", "why not"]
+
+
+def readiness_row(g: GroupReadiness, snapshot_id: str, time_ms: int) -> ReadinessRow:
+    """A group's verdict as its ``offset_group_readiness`` row (the cycle or checkpoint that read it)."""
+    return ReadinessRow(snapshot_id, time_ms, g.group_id, g.active, g.standby, g.partitions, g.ready,
+                        g.expected_duplicates, g.duplicates_at_most,
+                        None if g.seconds_since_sync is None else round(g.seconds_since_sync, 3), g.reasons,
+                        g.first_problem)
 
 
 def ordered(rows: Iterable[ReadinessRow]) -> list[ReadinessRow]:
