@@ -17,7 +17,7 @@ no record lost and, once drained, none read twice.
    prints the report (a table, or ``--json``).
 
 Exit status: 0 done, 1 verification found a lost record (nothing committed), 3 refused, 4 not
-drained in time (nothing committed).
+drained in time (nothing committed), 5 a cluster did not answer (nothing committed).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from offset_pipeline.readiness.switch_point import (
 )
 from offset_pipeline.settings import kafka_timeout_s, mirror_writes_headers
 
-REFUSED, NOT_DRAINED, LOST = 3, 4, 1
+REFUSED, NOT_DRAINED, LOST, FAILED = 3, 4, 1, 5
 
 
 def add_parser(commands) -> None:
@@ -99,9 +99,21 @@ def run(args) -> int:
 
 def switchover(group: str, target: str, *, drain_timeout_s: float = 120.0, window: int = 5000,
                dry_run: bool = False, clusters=None, timeout_s: float | None = None) -> tuple[Report, int]:
-    """The whole command (see the module's docstring): its report and exit status."""
+    """The whole command (see the module's docstring): its report and exit status. A cluster that does
+    not answer ends it with outcome ``failed`` (exit 5) before anything is committed: the one commit
+    call reports its errors instead of raising."""
     clusters = clusters or kafka_clusters()
-    timeout_s = timeout_s or kafka_timeout_s()
+    try:
+        return _switchover(group, target, drain_timeout_s, window, dry_run, clusters, timeout_s or kafka_timeout_s())
+    except Exception as exc:  # noqa: BLE001 - a Kafka read that failed or timed out: said, nothing written
+        report = Report(group, next((n for n in clusters if n != target), "?"), target, dry_run=dry_run)
+        report.outcome = "failed"
+        report.detail = f"a Kafka read failed, nothing committed: {type(exc).__name__}: {str(exc)[:300]}"
+        return report, FAILED
+
+
+def _switchover(group: str, target: str, drain_timeout_s: float, window: int, dry_run: bool, clusters,
+                timeout_s: float) -> tuple[Report, int]:
     if target not in clusters:
         return Report(group, "?", target, "refused", f"unknown cluster {target!r}: one of {sorted(clusters)}"), REFUSED
     source = next(name for name in clusters if name != target)

@@ -11,7 +11,7 @@ import uuid
 
 import dagster as dg
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 
 from offset_pipeline.assets.continuous import offset_continuous_sync
 from offset_pipeline.resources import (
@@ -40,9 +40,14 @@ def one_way_topic(kafka_pair, session_mirrors, topic_name):
         for i in range(RECORDS):
             producer.produce(topic, value=f"{topic}-{p}-{i}".encode(), partition=p)
     producer.flush(30)
+    def copied(p: int) -> bool:
+        try:
+            return log_end(kafka_pair.bootstrap("idc2"), topic, p) >= RECORDS
+        except KafkaException:  # a topic the mirror has just created may have no leader yet
+            return False
+
     for p in range(PARTITIONS):
-        wait_for(lambda: log_end(kafka_pair.bootstrap("idc2"), topic, p) >= RECORDS, timeout=60,
-                 what=f"mirrored {topic}[{p}]")
+        wait_for(lambda: copied(p), timeout=60, what=f"mirrored {topic}[{p}]")
     return topic, RECORDS
 
 

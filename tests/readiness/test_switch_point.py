@@ -122,7 +122,7 @@ def records(log, cluster):
 
 @given(data=st.data(), two_way=st.booleans())
 def test_property_never_lost_and_exact_once_drained(data, two_way):
-    logs, pending = data.draw(two_clusters(two_way))
+    logs, _pending = data.draw(two_clusters(two_way))
     a_log, b_log = logs[A], logs[B]
     c = data.draw(st.integers(0, len(a_log)))
     processed = set(a_log[:c])  # identities the group processed on A
@@ -141,3 +141,19 @@ def test_property_never_lost_and_exact_once_drained(data, two_way):
     last = records(a_log, A)[c - 1] if c else None
     if not two_way and drained(b, view, last):
         assert check.duplicates == []  # one-way and drained: exact
+
+
+def test_the_switchover_says_a_cluster_that_does_not_answer_and_commits_nothing():
+    import socket
+
+    from offset_pipeline.cli.switchover import FAILED, switchover
+    from offset_pipeline.resources import KafkaClusterResource
+
+    with socket.socket() as closed:  # a port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    dead = {name: KafkaClusterResource(cluster_name=name, bootstrap_servers=f"127.0.0.1:{port}",
+                                       request_timeout_ms=2000, socket_timeout_ms=2000) for name in (A, B)}
+    report, code = switchover("g", B, clusters=dead, timeout_s=2.0)
+    assert code == FAILED and report.outcome == "failed"
+    assert report.detail.startswith("a Kafka read failed, nothing committed") and report.source == A
