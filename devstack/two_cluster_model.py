@@ -36,6 +36,9 @@ failover trials and returns a summary for benchmarks.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -140,10 +143,13 @@ class TwoClusterModel:
     """Two clusters, one topic-partition, two mirror directions."""
 
     def __init__(self, *, clusters: Sequence[str] = CLUSTERS, active: str | None = None, mirror_headers: bool = True,
-                 log_append_time: Iterable[str] = ()):
+                 log_append_time: Iterable[str] = (), identical_pairs: bool = False):
         self.clusters = tuple(clusters)
         self.active = active or self.clusters[0]
         self.mirror_headers = mirror_headers
+        # record content: each original's own, or shared by the originals 2k and 2k+1 of a log (byte-
+        # identical when their timestamps are equal too: a producer's retry)
+        self.identical_pairs = identical_pairs
         lat = set(log_append_time)
         self.logs = {
             c: PartitionLog(c, TimestampType.LOG_APPEND_TIME if c in lat else TimestampType.CREATE_TIME)
@@ -313,7 +319,14 @@ class TwoClusterModel:
     # -- what a reader sees ---------------------------------------------------------------------
     def record_fact(self, entry: ModelEntry, cluster: str) -> RecordFact:
         return RecordFact.from_headers(entry.offset, entry.timestamp, entry.headers, read_from=cluster,
-                                       peer=self.peer(cluster))
+                                       peer=self.peer(cluster), identity=self.identity(entry))
+
+    def identity(self, entry: ModelEntry) -> bytes | None:
+        """The record's content identity (``RecordFact.identity``): its original's content and timestamp."""
+        if entry.origin is None:
+            return None
+        content = entry.origin_offset // 2 if self.identical_pairs else entry.origin_offset
+        return hashlib.blake2b(f"{entry.origin}:{content}:{entry.timestamp}".encode(), digest_size=16).digest()
 
     def observation(self, cluster: str) -> HeaderObservation:
         log = self.logs[cluster]
@@ -360,7 +373,8 @@ class TwoClusterModel:
             searched = at or (below[0] if below else None)
             if with_timestamp and searched is not None and shape.allows_timestamp_search(active):
                 o = B.offsets_for_times(searched.timestamp)
-                forward = [] if o is None else [self.record_fact(e, standby) for e in B.retained_real(o)][:refine_window]
+                after = [] if o is None else [self.record_fact(e, standby) for e in B.retained_real(o)]
+                forward = after[:refine_window]
                 # as the reader: the last real record when nothing real follows the answer
                 last = B.last_real() if o is None or not forward else None
                 first = B.first_real_at_or_after(B.log_start)
@@ -368,6 +382,7 @@ class TwoClusterModel:
                     searched.offset, o, tuple(forward), self.record_fact(last, standby) if last is not None else None,
                     mirror_writes_headers=self.mirror_headers,
                     standby_first=self.record_fact(first, standby) if first is not None else None,
+                    standby_records_complete=o is not None and len(after) < refine_window,
                 )
         caught_up = None
         if with_caught_up:
@@ -441,6 +456,7 @@ class TrialConfig:
     refine_window: int = 32
     caught_up_facts: bool = True
     kind: str = "disaster"  # or "planned": drain, move producers, then fail over (DESIGN.md §8)
+    identical_pairs: bool = False  # pairs of originals with one content (TwoClusterModel)
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES or self.timestamp_pattern not in TIMESTAMP_PATTERNS or self.shape_mode not in SHAPE_MODES:
@@ -564,6 +580,7 @@ class Trial:
         self.model = TwoClusterModel(
             active=cfg.active, mirror_headers=cfg.mirror_headers,
             log_append_time=(cfg.standby,) if cfg.log_append_time_on_standby else (),
+            identical_pairs=cfg.identical_pairs,
         )
 
     # -- events ---------------------------------------------------------------------------------
@@ -729,3 +746,18 @@ def run_trials(n: int = 1000, seed: int = 0, *, events_per_trial: int = 60) -> d
         summary[group] = {key: dict(value) for key, value in sorted(buckets.items())}
     summary["cycle_statuses"] = dict(statuses.most_common())
     return summary
+
+
+def without_identities(facts: PartitionFacts) -> PartitionFacts:
+    """``facts`` as a reader that read no record identity gives them (a header-writing mirror's
+    setting, or before identities were read): every ``RecordFact.identity`` None."""
+
+    def strip(record: RecordFact | None) -> RecordFact | None:
+        return None if record is None else dataclasses.replace(record, identity=None)
+
+    tf = facts.timestamp
+    if tf is not None:
+        tf = dataclasses.replace(tf, standby_records=tuple(strip(r) for r in tf.standby_records),
+                                 standby_last=strip(tf.standby_last), standby_first=strip(tf.standby_first))
+    return dataclasses.replace(facts, record_at_or_after=strip(facts.record_at_or_after),
+                               records_below=tuple(strip(r) for r in facts.records_below), timestamp=tf)

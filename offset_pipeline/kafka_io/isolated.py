@@ -15,8 +15,10 @@ Invariants:
 * Every call has a bound: a child that does not answer in time is killed (``TimeoutError``); one that
   dies gives :class:`KafkaClientDied` with its exit status. Either way the child is gone, and the next
   call starts a new one.
-* One child serves every call of its owner (a cycle's calls to one cluster), so a cycle pays the
-  start of a child (about a second) once per cluster; :meth:`IsolatedCalls.close` ends it. Calls
+* One child serves every call of its owner (a cycle's calls to one cluster, or a continuous run's),
+  so its owner pays the start of a child (about a second) once per cluster;
+  :meth:`IsolatedCalls.close` ends it. Children are started from one long-lived thread
+  (:class:`_Spawner`): the death signal follows the starting thread, not the process. Calls
   from several threads run at once in it (each answer carries its call's id); a call past its bound
   kills the child, and the other calls in flight in it end with :class:`KafkaClientDied`.
 * Only module-level functions are called, by name; arguments and results are pickled. An exception
@@ -33,6 +35,7 @@ import importlib
 import itertools
 import os
 import pickle
+import queue
 import signal
 import subprocess
 import sys
@@ -63,14 +66,53 @@ def _exit_status(code: int | None) -> str:
     return f"exit code {code}"
 
 
+class _Spawner:
+    """Starts the children from one thread that lives as long as this process.
+
+    Linux sends the parent-death signal when the *thread* that started the child ends, not the
+    process. A child started from a short-lived thread (a thread pool's worker, gone at the end of
+    the ``with`` block) was killed with it: a continuous run paid a new child, about a second of
+    CPU, per cluster and cycle. Started from here, a child lives until it is closed or this process
+    ends."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._requests: queue.SimpleQueue | None = None
+
+    def popen(self, args: list[str]) -> subprocess.Popen:
+        with self._lock:
+            if self._requests is None:
+                self._requests = queue.SimpleQueue()
+                threading.Thread(target=self._serve, args=(self._requests,), name="kafka-isolated-spawner",
+                                 daemon=True).start()
+            requests = self._requests
+        done, slot = threading.Event(), []
+        requests.put((args, done, slot))
+        done.wait()
+        if isinstance(slot[0], BaseException):
+            raise slot[0]
+        return slot[0]
+
+    @staticmethod
+    def _serve(requests: queue.SimpleQueue) -> None:
+        while True:
+            args, done, slot = requests.get()
+            try:
+                slot.append(subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
+                                             close_fds=True))
+            except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
+                slot.append(exc)
+            done.set()
+
+
+_SPAWNER = _Spawner()
+
+
 class _Child:
     """One child process and the calls waiting for its answers (by call id)."""
 
     def __init__(self, what: str):
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=None, close_fds=True,
-        )
+        self.proc = _SPAWNER.popen([sys.executable, "-m", __name__])
         self.what = what
         self.lock = threading.Lock()  # pending, ended
         self.write_lock = threading.Lock()  # one request at a time on the pipe

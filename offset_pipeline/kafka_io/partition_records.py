@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from offset_pipeline.kafka_io.consumer_pool import ConsumerPool
+from offset_pipeline.kafka_io.record_identity import record_identity
 from offset_pipeline.translation.facts import CaughtUpPoint, PartitionFacts, RecordFact, TimestampFacts, TimestampType
 from offset_pipeline.translation.result import Anchor
 from offset_pipeline.translation.shape import TopicShape
@@ -247,9 +248,10 @@ class PartitionReader:
     """Forward reads of one partition with one consumer, re-assigned per pass."""
 
     def __init__(self, consumer: Consumer, topic: str, partition: int, *, read_from: str, peer: str,
-                 end: int, deadline: float, stats: ReadStats | None = None):
+                 end: int, deadline: float, stats: ReadStats | None = None, identities: bool = False):
         self.consumer, self.tp = consumer, TopicPartition(topic, partition)
         self.read_from, self.peer = read_from, peer
+        self.identities = identities  # RecordFact.identity of every record read (a header-less mirror)
         self.end, self.deadline = end, deadline
         self.stats = stats
         self.passes = 0
@@ -278,6 +280,12 @@ class PartitionReader:
         # Headers are parsed after the partition is handed back: meanwhile the consumer, at the end
         # of the log, would fetch back to back (module docstring). Most records carry no header.
         read_from, peer = self.read_from, self.peer
+        if self.identities:
+            return [
+                RecordFact.from_headers(o, ts, headers or [], read_from=read_from, peer=peer,
+                                        identity=record_identity(key, value, ts, headers))
+                for o, ts, headers, key, value in raw
+            ], upto
         return [
             RecordFact(o, ts) if not headers else RecordFact.from_headers(o, ts, headers, read_from=read_from, peer=peer)
             for o, ts, headers in raw
@@ -316,7 +324,10 @@ class PartitionReader:
                     break
                 self.records += 1
                 offsets.append(offset)
-                raw.append((offset, msg.timestamp()[1], msg.headers()))
+                if self.identities:
+                    raw.append((offset, msg.timestamp()[1], msg.headers(), msg.key(), msg.value()))
+                else:
+                    raw.append((offset, msg.timestamp()[1], msg.headers()))
             if stop is not None and stop(offsets):
                 return offsets[-1] + 1
             if past_end:
@@ -425,6 +436,7 @@ def _read(
         reader = PartitionReader(
             clients.get("active", active_conf), topic, partition, read_from=active, peer=standby,
             end=logs.active_log_end, deadline=deadline, stats=stats,
+            identities=not mirror_writes_headers and shape.allows_timestamp_search(active),
         )
         lo = max(logs.active_log_start, min(readable) - window)
         top = max(readable)
@@ -503,7 +515,8 @@ def _with_timestamp_search(
 
     end = s_end  # the reads stop at the last stable offset by themselves (module docstring)
     reader = PartitionReader(
-        consumer, tp.topic, tp.partition, read_from=standby, peer=active, end=end, deadline=deadline, stats=stats
+        consumer, tp.topic, tp.partition, read_from=standby, peer=active, end=end, deadline=deadline, stats=stats,
+        identities=not mirror_writes_headers,
     )
     reads = _StandbyReads(reader, s_start, s_end, refine_window)
     reads.read_windows(sorted({o for o in found.values() if o is not None and o < end}))
@@ -627,13 +640,17 @@ def _with_timestamp_facts(
             continue
         o = found[record.timestamp]
         none = o is None or o >= s_end
+        window = () if none else tuple(reads.window_from(max(o, s_start)))
         tf = TimestampFacts(
             searched_offset=record.offset,
             search_offset=o,
-            standby_records=() if none else tuple(reads.window_from(max(o, s_start))),
+            standby_records=window,
             standby_last=last if none or reads.window_empty(o) else None,
             mirror_writes_headers=mirror_writes_headers,
             standby_first=first,
+            # the range read from o reached the readable end before the window's bound (read_windows)
+            standby_records_complete=not none and len(window) < reads.refine_window
+            and (reads.covered_to(max(o, s_start)) or -1) >= reads.reader.end,
         )
         out.append(_replace(f, timestamp=tf))
     return out

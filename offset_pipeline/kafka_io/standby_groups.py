@@ -3,8 +3,11 @@
 * **Members**: ``AdminClient.describe_consumer_groups`` (a group that never existed reads as state
   ``DEAD`` with no members, or ``GROUP_ID_NOT_FOUND``: 0 members either way).
 * **Committed offsets**: ``Consumer.committed()`` of a consumer with the group's id that never
-  subscribes, so it never joins the group. Not ``AdminClient.list_consumer_group_offsets``: it can
-  crash the process on ``NOT_COORDINATOR`` (librdkafka#5040).
+  subscribes, so it never joins the group. Not ``AdminClient.list_consumer_group_offsets`` in a
+  process that must survive: it can crash the process on ``NOT_COORDINATOR`` (librdkafka#5040). The
+  sync's commit step runs its calls in a child process per cluster (``kafka_io/group_io.py``), where
+  such a crash costs one cycle's calls; there the admin client reads them (``offsets_via_admin``),
+  one request per group instead of a consumer started per group.
 
 Everything returned is plain data. Coordinator errors right after a group or cluster appears
 (``NOT_COORDINATOR``, ``COORDINATOR_LOAD_IN_PROGRESS``, ``COORDINATOR_NOT_AVAILABLE``) are retried
@@ -21,7 +24,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 
 TP = tuple[str, int]
@@ -141,13 +150,46 @@ def read_committed_offsets(consumer: Consumer, partitions: Iterable[TP], *, time
     return out
 
 
+def read_group_offsets(admin: AdminClient, group_id: str, partitions: Iterable[TP], *,
+                       timeout_s: float = 10.0) -> dict[TP, int]:
+    """The committed offsets of ``group_id`` for ``partitions`` (absent: none committed), with the
+    admin client: one OffsetFetch request, no consumer to start per group (the continuous mode asks
+    this of every group it commits, every second). Raises ``KafkaException`` for a partition the
+    broker answered with an error. Only in a child process of its own (``kafka_io/group_io.py``):
+    librdkafka can abort the process here on ``NOT_COORDINATOR`` (librdkafka#5040), which then costs
+    that child's calls of one cycle."""
+    wanted = sorted(set(partitions))
+    if not wanted:
+        return {}
+    deadline = time.monotonic() + timeout_s
+
+    def fetch():
+        remaining = max(1.0, deadline - time.monotonic())
+        request = [ConsumerGroupTopicPartitions(group_id, [TopicPartition(t, p) for t, p in wanted])]
+        return admin.list_consumer_group_offsets(request, request_timeout=remaining)[group_id].result(
+            timeout=remaining + 1.0)
+
+    out: dict[TP, int] = {}
+    for tp in _settled(fetch, deadline).topic_partitions:
+        if tp.error is not None:
+            raise KafkaException(tp.error)
+        if tp.offset >= 0:
+            out[(tp.topic, tp.partition)] = tp.offset
+    return out
+
+
 def read_live_group_state(cluster, group_id: str, partitions: Iterable[TP], *, timeout_s: float = 10.0,
-                          admin: AdminClient | None = None) -> LiveGroupState:
-    """Members, then committed offsets, of ``group_id`` on ``cluster``."""
+                          admin: AdminClient | None = None, offsets_via_admin: bool = False) -> LiveGroupState:
+    """Members, then committed offsets, of ``group_id`` on ``cluster``. ``offsets_via_admin``: read the
+    offsets with the admin client (:func:`read_group_offsets`), only in a child process of its own."""
     members = read_group_members(cluster, group_id, timeout_s=timeout_s, admin=admin)
-    consumer = Consumer(group_client_config(cluster, group_id, timeout_s))
-    try:
-        committed = read_committed_offsets(consumer, partitions, timeout_s=timeout_s)
-    finally:
-        consumer.close()
+    if offsets_via_admin:
+        admin = admin if admin is not None else cluster.admin()
+        committed = read_group_offsets(admin, group_id, partitions, timeout_s=timeout_s)
+    else:
+        consumer = Consumer(group_client_config(cluster, group_id, timeout_s))
+        try:
+            committed = read_committed_offsets(consumer, partitions, timeout_s=timeout_s)
+        finally:
+            consumer.close()
     return LiveGroupState(cluster.cluster_name, group_id, members.state, members.member_count, committed)

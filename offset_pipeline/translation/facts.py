@@ -40,10 +40,15 @@ class RecordFact:
     offset: int
     timestamp: int
     origin: Origin = LOCAL
+    #: A digest of the record's content (key, value, timestamp, headers other than the origin headers),
+    #: read only where the timestamp search refines by it (a mirror that writes no origin headers). A
+    #: copy has its original's identity; two records of one log share one only when byte-identical.
+    identity: bytes | None = None
 
     @classmethod
-    def from_headers(cls, offset: int, timestamp: int, headers: Headers, *, read_from: str, peer: str) -> RecordFact:
-        return cls(offset, timestamp, parse_origin(headers, read_from=read_from, peer=peer))
+    def from_headers(cls, offset: int, timestamp: int, headers: Headers, *, read_from: str, peer: str,
+                     identity: bytes | None = None) -> RecordFact:
+        return cls(offset, timestamp, parse_origin(headers, read_from=read_from, peer=peer), identity)
 
     def copy_of(self, cluster: str) -> int | None:
         """The origin offset when this record is a valid copy from ``cluster``, else None."""
@@ -68,7 +73,10 @@ class TimestampFacts:
     the searched record (then the first retained record copies a later one). Always read it.
     ``mirror_writes_headers``: the mirror into the standby writes ``IDC``/``Offset`` on every copy
     (the devstack mirror does). Then a standby record without a valid active-origin header was
-    produced on the standby; without such a mirror, headers on the standby are not trusted at all.
+    produced on the standby; without such a mirror, headers on the standby are not trusted at all,
+    and the refinement compares record identities (``RecordFact.identity``) instead.
+    ``standby_records_complete``: ``standby_records`` hold every real record of the standby from the
+    search result to its readable end (the window was not cut by its bound).
     """
 
     searched_offset: int
@@ -77,6 +85,7 @@ class TimestampFacts:
     standby_last: RecordFact | None = None
     mirror_writes_headers: bool = True
     standby_first: RecordFact | None = None
+    standby_records_complete: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "standby_records", tuple(self.standby_records))

@@ -16,8 +16,18 @@ timestamps repeat or go backwards.
 copy (``IDC=<A>``) of an A record below ``a``: each such record is processed, so ``t`` may move
 past it. A copy of ``a`` itself is the exact answer (``t`` = its offset, or its offset + 1 in the
 caught-up variant). The scan stops, keeping the last safe offset, at a copy of a record after ``a``
-and at the end of the window. It never goes past the copy of ``a``. A mirror that writes no
-headers gives an unrefined search (headers on B are then not trusted at all).
+and at the end of the window. It never goes past the copy of ``a``.
+
+**Refinement by record identity**, for a mirror that writes no headers (MirrorMaker 2; headers on B
+are then not trusted at all). Scan B forward from ``o`` to the first record whose identity (a digest
+of key, value, timestamp and headers, ``RecordFact.identity``) is ``a``'s: at offset ``m``. The copy
+of ``a`` has ``a``'s identity and lies at or after ``o``, so ``m`` is at or before it, and every B
+record below ``m`` is, in A's order, a copy of a record before ``a``: ``t = m`` (``m + 1`` in the
+caught-up variant, where ``a`` itself was processed) is loss-free by the argument for ``o``. It is
+**exact** when ``m`` is the window's only record with that identity and the window holds every
+record up to B's readable end (then the copy of ``a``, when mirrored, is in the window, so it is
+``m``). Byte-identical records on A (a producer's retry, say) can only put ``m`` on an earlier copy:
+duplicates, never a loss. No match in the window keeps ``o``.
 
 **Nothing real after the answer.** When B has no record with a timestamp ``>= ts``, or the answer
 ``o`` is a transaction marker (the mirror's markers are stamped when it commits, later than the
@@ -94,6 +104,7 @@ class _Search:
     ts: int
     caught_up: bool  # a is the last processed record, not the first record at or after c
     head: str  # the reason's opening, naming the searched record
+    identity: bytes | None = None  # a's content digest, when it was read (header-less mirror)
 
 
 class _StandbyReads(NamedTuple):
@@ -153,7 +164,7 @@ def _find_searched_record(facts: PartitionFacts, tf: TimestampFacts) -> _Search 
         )
     a, ts = searched.offset, searched.timestamp
     what = "last processed record" if caught_up else "first real record at or after c"
-    return _Search(facts, tf, a, ts, caught_up, head=f"{what} {active}:{a} ts={ts}")
+    return _Search(facts, tf, a, ts, caught_up, head=f"{what} {active}:{a} ts={ts}", identity=searched.identity)
 
 
 def _in_standby_log(facts: PartitionFacts, record: RecordFact | None) -> RecordFact | None:
@@ -307,9 +318,32 @@ def _refine_by_headers(
         break
     else:
         if not trust_headers:
-            note = "the mirror writes no origin headers: unrefined"
-        elif window:
+            return _refine_by_identity(s, o, window)
+        if window:
             note = f"window of {len(window)} records ended before the copy"
+    return _Refinement(t, exact, progressed, note)
+
+
+def _refine_by_identity(s: _Search, o: int, window: list[RecordFact]) -> _Refinement:
+    """Header-less mirror: t from the search result ``o`` to the window's first record with a's
+    identity (module docstring); ``o`` when a's identity was not read or nothing matches."""
+    standby = s.facts.standby
+    if s.identity is None:
+        return _Refinement(o, False, 0, "the mirror writes no origin headers: unrefined")
+    matches = [r for r in window if r.identity == s.identity]
+    if not matches:
+        return _Refinement(o, False, 0, f"no record with the same identity in the {len(window)} records read: "
+                                        "unrefined")
+    m = matches[0].offset
+    t = m + 1 if s.caught_up else m
+    exact = len(matches) == 1 and s.tf.standby_records_complete
+    if exact:
+        note = f"landed on {standby}:{m}, the only record with the same identity up to the end"
+    elif len(matches) > 1:
+        note = f"moved to {standby}:{m}, the first of {len(matches)} records with the same identity"
+    else:
+        note = f"moved to {standby}:{m}, the only record with the same identity in a window cut by its bound"
+    progressed = sum(1 for r in window if r.offset < m)
     return _Refinement(t, exact, progressed, note)
 
 

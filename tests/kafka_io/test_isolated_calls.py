@@ -124,6 +124,16 @@ def test_the_child_dies_with_its_parent(tmp_path):
     raise AssertionError(f"the child {child} outlived its parent")
 
 
+def test_a_child_started_from_a_thread_that_ended_keeps_serving(calls):
+    """Linux's parent-death signal follows the thread that started the child: a child started from a
+    thread pool's worker died with the worker, and every continuous cycle paid a new one."""
+    with ThreadPoolExecutor(1) as pool:
+        pid = pool.submit(calls.call, child_pid, timeout_s=30).result()
+    time.sleep(1.0)  # the worker thread has ended; a death signal would have arrived
+    os.kill(pid, 0)  # still alive
+    assert calls.call(child_pid, timeout_s=30) == pid
+
+
 def test_calls_from_several_threads_run_at_once_in_the_one_child(calls):
     pid = calls.call(child_pid, timeout_s=30)
     with ThreadPoolExecutor(2) as pool:

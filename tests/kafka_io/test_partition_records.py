@@ -376,3 +376,42 @@ def test_a_search_answered_by_a_late_marker_is_backed_by_the_standby_last_record
     result = translate_partition(facts)
     assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_SEARCH, 10)
     assert safe_standby_bound(facts) == 10  # proven: the commit guard lets it through
+
+
+def test_a_header_less_mirror_is_refined_by_record_identity(kafka_pair):
+    # Not a "t." topic: the test copies the records itself, as MirrorMaker 2 does: same key, value,
+    # CreateTime and headers, no origin headers. Batches of three records share one timestamp and
+    # a record comes 5 s late, so the raw search lands before the copy; a record carries a header of
+    # its own. Every c must translate exactly onto the copy of the record at c.
+    topic = f"x.header-less.{uuid.uuid4().hex[:6]}"
+    kafka_pair.create_topic(topic)
+    base = int(time.time() * 1000) - 3_600_000
+    stamps = [base + 1000 * (i // 3) for i in range(12)]
+    stamps[7] = base - 5000  # late
+    headers = {4: [("trace", b"x")]}
+    active = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc1"), "log_level": 3})
+    standby = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc2"), "log_level": 3})
+    for producer in (active, standby):
+        for i, ts in enumerate(stamps):
+            producer.produce(topic, key=b"k", value=f"a{i}".encode(), partition=0, timestamp=ts,
+                             headers=headers.get(i))
+        assert producer.flush(30) == 0
+    logs = snapshot_logs(kafka_pair, topic)
+    assert (logs.active_log_end, logs.standby_log_end) == (12, 12)
+
+    groups = [GroupPartitionInput(f"g{c}", c) for c in range(13)]
+    facts = read_translation_facts(
+        "idc1", "idc2", conf(kafka_pair, "idc1"), conf(kafka_pair, "idc2"), topic, 0, logs, groups,
+        shape=TopicShape.one_way("idc1"), mirror_writes_headers=False,
+    )
+    raw_searches_before_the_copy = 0
+    for c, f in enumerate(facts):
+        assert f.timestamp is not None and f.timestamp.standby_records_complete
+        raw_searches_before_the_copy += f.timestamp.search_offset < min(c, 11)
+        result = translate_partition(f)
+        assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_EXACT, c), result.reason
+        assert safe_standby_bound(f) is None  # the timestamp argument is not proven by records (safe_bound.py)
+    assert raw_searches_before_the_copy >= 6  # the batches and the late record: identity did the work
+    # the identities are the content's: the copy of a4 (with its own header) matches, no other does
+    (f4,) = [f for f in facts if f.committed == 4]
+    assert [r.offset for r in f4.timestamp.standby_records if r.identity == f4.record_at_or_after.identity] == [4]

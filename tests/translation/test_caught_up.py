@@ -119,10 +119,18 @@ def test_not_without_a_quiet_window():
 
 
 def test_one_way_topic_without_headers_gets_in_sync_when_quiet():
+    """Without record identities (not read), the quiet window is what makes it exact; with them, the
+    timestamp search lands on the copy first."""
     model = TwoClusterModel.from_notation(["a0", "a1"], ["a0'", "a1'"], mirror_headers=False)
     model.tick(QUIET_MS)
-    result = translate_partition(model.partition_facts(2, shape=TopicShape.one_way(A)))
+    facts = model.partition_facts(2, shape=TopicShape.one_way(A))
+    unidentified = dataclasses.replace(facts, records_below=tuple(
+        dataclasses.replace(r, identity=None) for r in facts.records_below))
+    result = translate_partition(unidentified)
     assert (result.status, result.standby_offset) == (TranslationStatus.CAUGHT_UP, 2)
+    assert result.in_sync
+    result = translate_partition(facts)
+    assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_EXACT, 2)
     assert result.in_sync
 
 

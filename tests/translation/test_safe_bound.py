@@ -20,6 +20,7 @@ from offset_pipeline.translation import (
     CopiedFrom,
     PartitionFacts,
     RecordFact,
+    Strategy,
     TimestampFacts,
     TopicShape,
     TranslationStatus,
@@ -27,7 +28,7 @@ from offset_pipeline.translation import (
     safe_standby_bound,
     translate_partition,
 )
-from devstack.two_cluster_model import TwoClusterModel, count_loss
+from devstack.two_cluster_model import TwoClusterModel, count_loss, without_identities
 from tests.translation.test_properties import PROFILE, configs, events, header_less_safe, run_trial
 
 A, B = "idc1", "idc2"
@@ -127,20 +128,28 @@ def test_lemma_3_needs_create_time_on_the_standby_when_the_mirror_redelivers():
 # argument) but above the bound, so the commit guard refuses it. (A search answered with a late
 # marker that no real record follows used to be one; the standby's last record now backs it:
 # tests/translation/test_timestamp_search.py.)
+# A mirror without headers: the refinement by record identity lands on the copy, but it rests on
+# the search result being at or before the copy (the timestamp argument), which no record read proves.
 UNBACKED_SEARCHES = [
     ("a mirror without headers: no refinement", ["a0", "a1", "a2"], ["a0'", "a1'", "a2'"], 1,
-     {"mirror_headers": False}, 1, None),
+     {"mirror_headers": False}, False, TranslationStatus.TIMESTAMP_SEARCH, 1, None),
+    ("a mirror without headers: refined by identity", ["a0", "a1", "a2"], ["a0'", "a1'", "a2'"], 1,
+     {"mirror_headers": False, "timestamps": {"a0": 5000, "a1": 5000, "a2": 5000}}, True,
+     TranslationStatus.TIMESTAMP_EXACT, 1, None),
 ]
 
 
-@pytest.mark.parametrize("name, active_log, standby_log, c, model_kwargs, t, bound", UNBACKED_SEARCHES,
-                         ids=[case[0] for case in UNBACKED_SEARCHES])
-def test_an_unrefined_timestamp_search_is_above_the_bound(name, active_log, standby_log, c, model_kwargs, t, bound):
+@pytest.mark.parametrize("name, active_log, standby_log, c, model_kwargs, identities, status, t, bound",
+                         UNBACKED_SEARCHES, ids=[case[0] for case in UNBACKED_SEARCHES])
+def test_an_unrefined_timestamp_search_is_above_the_bound(name, active_log, standby_log, c, model_kwargs, identities,
+                                                          status, t, bound):
     model = TwoClusterModel.from_notation(active_log, standby_log, **model_kwargs)
     facts = model.partition_facts(c, shape=ONE_WAY, with_caught_up=False)
+    if not identities:
+        facts = without_identities(facts)
     result = translate_partition(facts)
-    assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_SEARCH, t)
-    assert result.standby_offset == facts.timestamp.search_offset
+    assert (result.status, result.standby_offset) == (status, t)
+    assert (result.standby_offset == facts.timestamp.search_offset) is not identities
     assert count_loss(model, c, t) == 0
     assert safe_standby_bound(facts) == bound
 
@@ -226,14 +235,15 @@ def test_the_bound_never_loses_a_record(config, evs, data):
 
 
 def _unrefined_timestamp_search(result, facts) -> bool:
-    """A timestamp search result that no known copy of the standby backs: no headers to refine
-    with, or no real record read after the search result (t = the search result itself)."""
+    """A timestamp search result that no known copy of the standby backs: no headers (unrefined, or
+    refined by record identity), or no real record read after the search result (t = the search
+    result itself)."""
     tf = facts.timestamp
-    return (
-        result.status is TranslationStatus.TIMESTAMP_SEARCH
-        and tf is not None
-        and (not tf.mirror_writes_headers or result.standby_offset == tf.search_offset)
-    )
+    if tf is None or result.strategy is not Strategy.TIMESTAMP_SEARCH:
+        return False
+    if not tf.mirror_writes_headers:
+        return True
+    return result.status is TranslationStatus.TIMESTAMP_SEARCH and result.standby_offset == tf.search_offset
 
 
 @PROFILE

@@ -22,15 +22,19 @@ from offset_pipeline.translation import (
     translate_partition,
 )
 from offset_pipeline.translation.safe_bound import safe_standby_bound
-from devstack.two_cluster_model import TwoClusterModel, count_duplicates, count_loss
+from devstack.two_cluster_model import TwoClusterModel, count_duplicates, count_loss, without_identities
 
 A, B = "idc1", "idc2"
 ONE_WAY = TopicShape.one_way(A)
 
 
-def run(active_log, standby_log, c, *, refine=32, shape=ONE_WAY, **model_kwargs):
+def run(active_log, standby_log, c, *, refine=32, shape=ONE_WAY, identities=True, identical_pairs=False,
+        **model_kwargs):
     model = TwoClusterModel.from_notation(active_log, standby_log, **model_kwargs)
+    model.identical_pairs = identical_pairs
     facts = model.partition_facts(c, refine_window=refine, shape=shape, with_caught_up=False)
+    if not identities:
+        facts = without_identities(facts)
     result = translate_partition(facts)
     if result.translated:
         assert count_loss(model, c, result.standby_offset) == 0, result
@@ -74,11 +78,63 @@ def test_equal_timestamps_are_refined_by_headers():
     assert count_duplicates(model, 2, 2) == 0
 
 
-def test_equal_timestamps_without_headers_give_duplicates_not_loss():
+def test_equal_timestamps_without_headers_or_identities_give_duplicates_not_loss():
     same = {name: 5000 for name in ("a0", "a1", "a2", "a3")}
-    model, result = run(LOG_A, LOG_B, 2, timestamps=same, mirror_headers=False)
+    model, result = run(LOG_A, LOG_B, 2, timestamps=same, mirror_headers=False, identities=False)
     assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_SEARCH, 0)
     assert count_duplicates(model, 2, 0) == 2  # the article's batch-job duplicates
+
+
+# -- a mirror without headers: refinement by record identity ---------------------------------------
+
+SAME_TS = {name: 5000 for name in ("a0", "a1", "a2", "a3")}
+
+
+@pytest.mark.parametrize("c", [0, 1, 2, 3, 4])
+def test_equal_timestamps_without_headers_are_refined_by_identity(c):
+    model, result = run(LOG_A, LOG_B, c, timestamps=SAME_TS, mirror_headers=False)
+    assert model.logs[B].offsets_for_times(5000) == 0
+    assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_EXACT, c)
+    assert result.expected_duplicates == 0 == count_duplicates(model, c, c)
+    assert "same identity" in result.reason
+
+
+def test_timestamp_inversion_without_headers_is_refined_by_identity():
+    ts = {"a0": 3000, "a1": 1000, "a2": 2000, "a3": 4000}
+    model, result = run(LOG_A, LOG_B, 2, timestamps=ts, mirror_headers=False)
+    assert result.timestamp_inversion
+    assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_EXACT, 2)
+    assert count_duplicates(model, 2, 2) == 0
+
+
+def test_byte_identical_records_land_on_the_first_copy_inexact():
+    """a2 and a3 have one content and one timestamp (a producer's retry): the first record with a3's
+    identity is a2's copy. One duplicate, nothing lost, and not called exact."""
+    model, result = run(LOG_A, LOG_B, 3, timestamps=SAME_TS, mirror_headers=False, identical_pairs=True)
+    assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_SEARCH, 2)
+    assert count_duplicates(model, 3, 2) == 1
+    assert "first of 2 records" in result.reason
+
+
+def test_redelivered_copy_without_headers_is_not_exact():
+    """An at-least-once mirror copied a0, a1 twice: a1 has two copies, the first one is taken."""
+    _, result = run(LOG_A, ["a0'", "a1'", "a0'", "a1'", "a2'"], 1, mirror_headers=False)
+    assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_SEARCH, 1)
+
+
+def test_identity_window_cut_by_its_bound_is_not_exact():
+    _, result = run(LOG_A, LOG_B, 1, timestamps=SAME_TS, mirror_headers=False, refine=2)
+    assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_SEARCH, 1)
+    assert "cut by its bound" in result.reason
+    _, result = run(LOG_A, LOG_B, 3, timestamps=SAME_TS, mirror_headers=False, refine=2)
+    assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_SEARCH, 0)
+    assert "no record with the same identity" in result.reason
+
+
+def test_copy_not_mirrored_yet_without_headers_keeps_the_search_result():
+    model, result = run(LOG_A, ["a0'", "a1'"], 2, timestamps=SAME_TS, mirror_headers=False)
+    assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_SEARCH, 0)
+    assert count_loss(model, 2, 0) == 0
 
 
 def test_refinement_window_bounds_the_scan():
@@ -96,9 +152,9 @@ def test_timestamp_inversion_is_flagged_and_refined_away():
     assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_EXACT, 2)
 
 
-def test_timestamp_inversion_without_headers_keeps_the_safe_search_result():
+def test_timestamp_inversion_without_headers_or_identities_keeps_the_safe_search_result():
     ts = {"a0": 3000, "a1": 1000, "a2": 2000, "a3": 4000}
-    model, result = run(LOG_A, LOG_B, 2, timestamps=ts, mirror_headers=False)
+    model, result = run(LOG_A, LOG_B, 2, timestamps=ts, mirror_headers=False, identities=False)
     assert result.timestamp_inversion
     assert (result.status, result.standby_offset) == (TranslationStatus.TIMESTAMP_SEARCH, 0)
     assert count_duplicates(model, 2, 0) == 2
