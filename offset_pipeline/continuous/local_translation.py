@@ -84,3 +84,7 @@ class LocalTranslation:
 
     def close(self) -> None:
         self._calls.close()
+
+    def discard(self, why: str) -> None:
+        """A new child (and new pooled consumers) at the next call (``IsolatedCalls.discard``)."""
+        self._calls.discard(why)

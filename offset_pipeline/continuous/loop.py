@@ -133,7 +133,7 @@ class CycleOutcome:
     partitions_written: int
     commit_errors: int
     unavailable: dict[str, str]  # cluster -> why it did not answer this cycle
-    stage_seconds: dict[str, float] = field(default_factory=dict)  # read, decide, translate, commit, record
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # read, revisit, decide, translate, commit, record
 
 
 @dataclass
@@ -273,11 +273,12 @@ class ContinuousSync:
         cycle_id = f"{self.run_id}:{self._number}"
         time_ms = int(time.time() * 1000)
         snapshot = self._read(cycle_id, time_ms)
-        self._stages = {"read": time.monotonic() - started}
+        read_done = time.monotonic()
         tuples = [snapshot_tuple(r) for r in snapshot]
         revisit = partitions_to_revisit(self.state.snapshot_tuples(), tuples, self.state.memory,
                                         self.state.written_by_sync, time.monotonic(), self.settings.revisit_s,
                                         self.settings.retry_s)
+        self._stages = {"read": read_done - started, "revisit": time.monotonic() - read_done}
         return self._sync(cycle_id, time_ms, snapshot, tuples, revisit, self.state.history(),
                           self.state.previous_committed(), started)
 
@@ -285,7 +286,20 @@ class ContinuousSync:
         reads = read_clusters(self._admin_configs, self.settings.group_filter, self.settings.reads.kafka_timeout_s,
                               calls=self._snapshot_calls)
         self._unavailable = dict(reads.unavailable)
+        self._renew_clients(reads.unavailable)
         return reads.rows(cycle_id, time_ms)
+
+    def _renew_clients(self, unavailable: Mapping[str, str]) -> None:
+        """The run's children keep their Kafka clients from cycle to cycle. One that lived through an
+        outage of its cluster can stay stuck after the cluster is back, so a cluster that did not
+        answer gets new ones (a child start, about a second, per failed cycle; the translation child
+        holds consumers of both clusters)."""
+        for cluster in unavailable:
+            why = f"{cluster} did not answer: new clients for the next cycle"
+            self._snapshot_calls[cluster].discard(why)
+            self._group_io.discard(cluster, why)
+        if unavailable:
+            self._local.discard(f"{', '.join(sorted(unavailable))} did not answer: new clients for the next cycle")
 
     def _sync(self, cycle_id, time_ms, snapshot, tuples, revisit, history, previous_committed,
               started: float) -> CycleOutcome:
@@ -314,7 +328,7 @@ class ContinuousSync:
         else:
             done = self._commit(results, cycle_id, time_ms, previous_committed)
         stage("commit")
-        self.state.record(snapshot, results, done.stored, work.directions, time.monotonic())
+        self.state.record(snapshot, results, done.stored, work.directions, time.monotonic(), tuples)
         self._log(results, done.lines)
         self.summary.add_no_loss(evaluate_no_loss(done.stored))
         stage("record")
@@ -342,8 +356,10 @@ class ContinuousSync:
             return CycleCommits([], [], {}, 0.0)
         by_group = translated_by_group(results, None, cycle_id, None)
         context = CycleContext(cycle_id, time_ms, self.settings.dry_run, self.settings.reads.kafka_timeout_s)
-        return commit_groups(by_group, self.io.clusters, context, previous_committed, self.settings.parallel_groups,
+        done = commit_groups(by_group, self.io.clusters, context, previous_committed, self.settings.parallel_groups,
                              io=self._group_io)
+        self._renew_clients(done.unreachable)
+        return done
 
     def _log(self, results: list[dict], lines: list[tuple[str, bool]]) -> None:
         # Problems at INFO, routine lines at DEBUG (monitoring/decision_log.py), as in the interval mode.

@@ -97,15 +97,6 @@ def side_facts(rows: Iterable[tuple]) -> dict[tuple[str, str, str, int], SideFac
     return out
 
 
-def _group_facts(facts: Mapping[tuple[str, str, str, int], SideFacts]) -> dict[tuple[str, str], tuple[int, str]]:
-    """(cluster, group) -> (members, state): the largest member count any row of it says, and its state."""
-    out: dict[tuple[str, str], tuple[int, str]] = {}
-    for (cluster, group_id, _, _), f in facts.items():
-        members, _ = out.get((cluster, group_id), (0, ""))
-        out[(cluster, group_id)] = (max(members, f.members), f.group_state)
-    return out
-
-
 def _facts_changed(before: SideFacts | None, now: SideFacts | None) -> bool:
     if before is None or now is None:
         return before is not now
@@ -143,31 +134,61 @@ def partitions_to_revisit(
     new); ``memory``: what the run remembers per group-partition; ``written_by_sync``: (cluster,
     group) -> {(topic, partition): offset} this run committed there; ``now_s``: monotonic seconds.
     """
-    now = side_facts(current)
-    before = side_facts(previous) if previous is not None else {}
-    groups_now, groups_before = _group_facts(now), _group_facts(before)
+    # A continuous run asks this every cycle of every group-partition (10,000s of rows): rows equal to
+    # the previous read's (tuple equality) cannot have moved or changed, so only the rows that differ
+    # become SideFacts; the result is the same as comparing every row's facts.
+    now_rows = _rows_by_key(current)
+    before_rows = _rows_by_key(previous) if previous is not None else {}
+    groups_now, groups_before = _group_facts_of_rows(now_rows), _group_facts_of_rows(before_rows)
     changed_groups = {group for (cluster, group), facts in groups_now.items()
                       if groups_before.get((cluster, group)) != facts}
     changed_groups |= {group for (cluster, group) in groups_before if (cluster, group) not in groups_now}
 
     out: dict[GroupPartition, RevisitReason] = {}
-    by_partition: dict[GroupPartition, list[tuple[str, SideFacts]]] = {}
-    for (cluster, group_id, topic, partition), facts in now.items():
-        by_partition.setdefault((group_id, topic, partition), []).append((cluster, facts))
-    for key, sides in sorted(by_partition.items()):
+    by_partition: dict[GroupPartition, list[tuple[str, tuple]]] = {}
+    for (cluster, group_id, topic, partition), row in now_rows.items():
+        by_partition.setdefault((group_id, topic, partition), []).append((cluster, row))
+    for key, sides in by_partition.items():
         group_id, topic, partition = key
         remembered = memory.get(key)
         if remembered is None or previous is None:
             out[key] = RevisitReason.NEW
-        elif group_id in changed_groups:
+            continue
+        if group_id in changed_groups:
             out[key] = RevisitReason.GROUP_CHANGED
-        elif any(_offset_moved(before.get((c, group_id, topic, partition)), f, written_by_sync.get((c, group_id), {})
-                               .get((topic, partition))) for c, f in sides):
+            continue
+        changed = [(c, _side(row), _side_or_none(before_rows.get((c, group_id, topic, partition))))
+                   for c, row in sides if before_rows.get((c, group_id, topic, partition)) != row]
+        if any(_offset_moved(b, f, written_by_sync.get((c, group_id), {}).get((topic, partition)))
+               for c, f, b in changed):
             out[key] = RevisitReason.OFFSET_MOVED
-        elif any(_facts_changed(before.get((c, group_id, topic, partition)), f) for c, f in sides):
+        elif any(_facts_changed(b, f) for _, f, b in changed):
             out[key] = RevisitReason.FACTS_CHANGED
-        elif not remembered.settled and _unsettled_due(key, remembered, sides, now_s, revisit_s, retry_s):
+        elif not remembered.settled and _unsettled_due(key, remembered, [(c, _side(row)) for c, row in sides], now_s,
+                                                       revisit_s, retry_s):
             out[key] = RevisitReason.UNSETTLED
+    return out
+
+
+def _rows_by_key(rows: Iterable[tuple]) -> dict[tuple[str, str, str, int], tuple]:
+    return {(row[0], row[1], row[3], int(row[4])): tuple(row) for row in rows}
+
+
+def _side(row: tuple) -> SideFacts:
+    return next(iter(side_facts([row]).values()))
+
+
+def _side_or_none(row: tuple | None) -> SideFacts | None:
+    return None if row is None else _side(row)
+
+
+def _group_facts_of_rows(rows: Mapping[tuple[str, str, str, int], tuple]) -> dict[tuple[str, str], tuple[int, str]]:
+    """(cluster, group) -> (members, state): the largest member count any row of it says, and its state."""
+    out: dict[tuple[str, str], tuple[int, str]] = {}
+    for (cluster, group_id, _, _), row in rows.items():
+        members, _ = out.get((cluster, group_id), (0, ""))
+        state = (row[10] if len(row) > 10 else "") or ""
+        out[(cluster, group_id)] = (max(members, int(row[2])), state)
     return out
 
 

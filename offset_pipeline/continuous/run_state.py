@@ -92,21 +92,33 @@ class ContinuousState:
     committed_since_checkpoint: set[GroupPartition] = field(default_factory=set)
     # epoch s of the newest sync: a synced commit, or a read that found the offsets still where it left them
     synced_at: dict[GroupPartition, float] = field(default_factory=dict)
+    # derived from ``snapshot`` once per read (a cycle asks for them more than once, over every row)
+    _tuples: list[tuple] | None = field(default=None, repr=False)
+    _committed_before: dict | None = field(default=None, repr=False)
 
     def snapshot_tuples(self) -> list[tuple] | None:
-        return None if self.snapshot is None else [snapshot_tuple(r) for r in self.snapshot]
+        if self.snapshot is None:
+            return None
+        if self._tuples is None:
+            self._tuples = [snapshot_tuple(r) for r in self.snapshot]
+        return self._tuples
 
     def history(self) -> DirectionHistory:
         """What the direction rules need: the newest read's offsets as ``committed_before``, the offsets
         this run wrote, and each group's last direction."""
         if self.snapshot is None:
             return DirectionHistory(previous_active=dict(self.previous_active))
-        before: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
-        for r in self.snapshot:
-            if r.committed_offset is not None:
-                before.setdefault((r.cluster, r.group_id), {})[(r.topic, int(r.partition))] = int(r.committed_offset)
-        return DirectionHistory(committed_before=before, written_by_sync=self.written_by_sync,
+        return DirectionHistory(committed_before=self._newest_committed(), written_by_sync=self.written_by_sync,
                                 previous_active=dict(self.previous_active))
+
+    def _newest_committed(self) -> dict[tuple[str, str], dict[tuple[str, int], int]]:
+        if self._committed_before is None:
+            before: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
+            for r in self.snapshot or ():
+                if r.committed_offset is not None:
+                    before.setdefault((r.cluster, r.group_id), {})[(r.topic, int(r.partition))] = int(r.committed_offset)
+            self._committed_before = before
+        return self._committed_before
 
     def previous_committed(self) -> dict[tuple[str, str], dict[tuple[str, int], int]]:
         """(cluster, group) -> {(topic, partition): committed offset} of the newest read (the commit
@@ -114,9 +126,11 @@ class ContinuousState:
         return self.history().committed_before or {}
 
     def record(self, snapshot: list[SnapshotRow], results: Iterable[dict[str, Any]], commits: Iterable[CommitRow],
-               directions: Mapping[str, Any], now_s: float) -> None:
-        """A cycle's read, its new results and commit rows, its groups' directions (``DirectionDecision``)."""
+               directions: Mapping[str, Any], now_s: float, tuples: list[tuple] | None = None) -> None:
+        """A cycle's read (and its ``snapshot_tuple``s, when the caller has them), its new results and
+        commit rows, its groups' directions (``DirectionDecision``)."""
         self.snapshot = snapshot
+        self._tuples, self._committed_before = tuples, None
         ends: dict[GroupPartition, list] = {}
         for r in snapshot:
             ends.setdefault((r.group_id, r.topic, int(r.partition)), []).append((r.cluster, r.log_end))

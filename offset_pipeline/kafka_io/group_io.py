@@ -135,6 +135,10 @@ class IsolatedGroupIO:
                timeout_s: float) -> GroupCommitWrite:
         return self._run(cluster, commit_call, group_id, dict(offsets), sorted(reread), timeout_s, timeout_s=timeout_s)
 
+    def discard(self, cluster: str, why: str) -> None:
+        """A new child (and client) for ``cluster`` at the next call (``IsolatedCalls.discard``)."""
+        self.calls[cluster].discard(why)
+
     def close(self) -> None:
         for calls in self.calls.values():
             calls.close()

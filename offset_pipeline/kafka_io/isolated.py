@@ -224,6 +224,16 @@ class IsolatedCalls:
         if child is not None:
             child.close()
 
+    def discard(self, why: str) -> None:
+        """Kill the child now (calls in flight end with :class:`KafkaClientDied` naming ``why``); the
+        next call starts a new one. For a long-lived owner whose cluster stopped answering: a client
+        that lived through an outage can stay stuck after the cluster is back (seen after a broker
+        restart: its requests timed out for as long as the client lived), a new one connects."""
+        with self._lock:
+            child, self._current = self._current, None
+        if child is not None:
+            child.kill(why)
+
     def __enter__(self) -> "IsolatedCalls":
         return self
 
