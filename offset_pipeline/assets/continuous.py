@@ -68,7 +68,7 @@ class ContinuousSyncConfig(dg.Config):
     retry_s: float = Field(default=300.0, gt=0,
                            description="an unsettled group-partition is read again after this (spread up to twice), "
                                        "whatever happened")
-    local_max_partitions: int = Field(default=200, ge=0,
+    local_max_partitions: int = Field(default=1000, ge=0,
                                       description="a cycle with more Kafka partitions to translate uses Spark")
     snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
     translation: TranslationConfig = Field(default_factory=TranslationConfig)

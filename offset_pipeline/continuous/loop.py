@@ -99,7 +99,7 @@ class ContinuousSettings:
     checkpoint_s: float = 30.0
     revisit_s: float = 2.0
     retry_s: float = 300.0
-    local_max_partitions: int = 200
+    local_max_partitions: int = 1000
     min_cycle_s: float = 0.2  # a cycle with nothing to do waits out the rest of this
     max_sync_age_s: float = 300.0
     checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)

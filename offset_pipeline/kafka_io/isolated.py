@@ -78,11 +78,12 @@ class _Spawner:
     def __init__(self):
         self._lock = threading.Lock()
         self._requests: queue.SimpleQueue | None = None
+        self._pid: int | None = None  # the process whose thread serves the requests (a fork has none)
 
     def popen(self, args: list[str]) -> subprocess.Popen:
         with self._lock:
-            if self._requests is None:
-                self._requests = queue.SimpleQueue()
+            if self._requests is None or self._pid != os.getpid():
+                self._requests, self._pid = queue.SimpleQueue(), os.getpid()
                 threading.Thread(target=self._serve, args=(self._requests,), name="kafka-isolated-spawner",
                                  daemon=True).start()
             requests = self._requests

@@ -157,3 +157,25 @@ def test_a_call_past_its_bound_ends_the_calls_in_flight_with_it_and_names_why(ca
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert calls.call(child_pid, timeout_s=30) not in (pid, os.getpid())
+
+
+def test_a_forked_process_starts_children_of_its_own(calls):
+    """A fork has no copy of the spawning thread: its first call must not wait for it forever."""
+    import multiprocessing
+
+    calls.call(child_pid, timeout_s=30)  # the spawning thread runs in this process now
+
+    def in_fork(out):
+        forked = IsolatedCalls("forked")
+        try:
+            out.put(forked.call(child_pid, timeout_s=30))
+        finally:
+            forked.close()
+
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    proc = ctx.Process(target=in_fork, args=(out,))
+    proc.start()
+    proc.join(60)
+    assert proc.exitcode == 0
+    assert out.get(timeout=5) > 0
