@@ -29,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -116,8 +116,12 @@ class GroupRunner:
         *,
         poll_timeout_s: float = 0.2,
         client_config: Mapping[str, object] | None = None,
+        on_commit: Callable[[list[tuple[str, int, int]], float], None] | None = None,
     ):
         self.spec = spec
+        # called after each commit with its (topic, partition, offset) that landed and the wall time
+        # the commit call started (benchmarks: the committed offsets' exact history, not a poll's)
+        self.on_commit = on_commit
         self.bootstrap = bootstrap
         self.processed_path = Path(processed_path) if processed_path else None
         self.poll_timeout_s = poll_timeout_s
@@ -179,6 +183,7 @@ class GroupRunner:
         self._last_commit_time = time.monotonic()
         if not moved:
             return True
+        started = time.time()
         try:
             result = consumer.commit(offsets=moved, asynchronous=False)
         except KafkaException as exc:
@@ -194,6 +199,8 @@ class GroupRunner:
             else:
                 self._last_committed[(tp.topic, tp.partition)] = tp.offset
         self.commits += 1
+        if self.on_commit is not None:
+            self.on_commit([(tp.topic, tp.partition, tp.offset) for tp in result or moved if tp.error is None], started)
         return ok
 
     def _on_assign(self, consumer, partitions) -> None:
