@@ -10,7 +10,8 @@ cluster. Then, live: the mirror keeps running, ``--rate`` records a second are p
 partitions on their producing cluster, and every ``--commit-every-s`` each group commits the log end
 of every partition it reads that grew on its active cluster (a consumer keeping up). The product's
 continuous sync (``ContinuousSync``, as job ``offset_sync_continuous`` runs it, with an embedded
-ClickHouse and local Spark) runs the whole time.
+ClickHouse and local Spark) runs the whole time, in a process of its own (as a Dagster run worker
+does): the benchmark's load, 500 group members among it, does not share its interpreter.
 
 Measured after the warm-up, per commit of a group: the **sync latency**, from the group's commit on
 its active cluster to the end of the cycle that committed the standby for it (the translation of
@@ -46,7 +47,7 @@ from _clusters import (
 )
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
-from continuous_run import BenchContinuousRun
+from continuous_run import ProcessContinuousRun
 
 from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
 
@@ -101,6 +102,10 @@ class Consumers(threading.Thread):
         self.partitions = [(t.name, p) for t in workload.plan() for p in range(t.partitions)]
         self.lock = threading.Lock()
         self.pending: dict[GP, list[tuple[int, float]]] = {}  # gp -> [(c, committed at)]
+        # gp -> (the highest committed offset a cycle left synced, when): a cycle can read a commit
+        # before this thread has noted it (Latencies.on_cycle fills it)
+        self.synced: dict[GP, tuple[int, float]] = {}
+        self.settled_early: list[float] = []
         self.commits = 0
         self.measuring = False
 
@@ -122,13 +127,18 @@ class Consumers(threading.Thread):
                             offsets.append(TopicPartition(topic, p, end))
                 if not offsets:
                     continue
+                at = time.monotonic()  # the commit call starts: no cycle can have read it before
                 self.groups.members[group_id].commit(offsets=offsets, asynchronous=False)
-                at = time.monotonic()
                 with self.lock:
                     for tp in offsets:
                         key = (group_id, tp.topic, tp.partition)
                         self.groups.committed[key] = tp.offset
-                        if self.measuring:
+                        if not self.measuring:
+                            continue
+                        synced_c, synced_at = self.synced.get(key, (-1, 0.0))
+                        if synced_c >= tp.offset:  # a cycle was quicker than this thread
+                            self.settled_early.append(max(0.0, synced_at - at))
+                        else:
                             self.pending.setdefault(key, []).append((tp.offset, at))
                     self.commits += len(offsets)
 
@@ -141,17 +151,15 @@ class Latencies:
         self.latencies: list[float] = []
         self.cycles: list[tuple[float, object]] = []
 
-    def watch(self, outcome, state) -> None:
-        now = time.monotonic()
+    def on_cycle(self, now: float, outcome, settled: dict) -> None:
+        """A cycle of the run (``ProcessContinuousRun``), ended at ``now`` (monotonic, the same clock
+        across processes), with the group-partitions it left synced and their committed offsets."""
         self.cycles.append((now, outcome))
         with self.consumers.lock:
-            for key in list(self.consumers.pending):
-                result, memory = state.results.get(key), state.memory.get(key)
-                commit = state.commits.get(key)
-                if result is None or memory is None or commit is None or not commit.synced:
-                    continue
-                translated_c = result.get("committed")
-                if translated_c is None:
+            for key, translated_c in settled.items():
+                if translated_c > self.consumers.synced.get(key, (-1, 0.0))[0]:
+                    self.consumers.synced[key] = (translated_c, now)
+                if key not in self.consumers.pending:
                     continue
                 events = self.consumers.pending[key]
                 done = [(c, at) for c, at in events if c <= translated_c]
@@ -200,8 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         with ActiveGroups(clusters, workload) as groups:
             consumers = Consumers(clusters, workload, groups, args.commit_every_s)
             latencies = Latencies(consumers)
-            run = BenchContinuousRun(clusters.bootstraps, f"chdb://{tmp}/clickhouse", workload.shapes(),
-                                     group_include=pattern, watch=latencies.watch)
+            run = ProcessContinuousRun(latencies.on_cycle, bootstraps=clusters.bootstraps,
+                                       dsn=f"chdb://{tmp}/clickhouse", shapes=workload.shapes(), group_include=pattern)
             traffic = Traffic(clusters, workload, args.rate, args.seed)
             started = time.monotonic()
             run.start(args.warmup_s + args.measure_s + 5)
@@ -236,7 +244,7 @@ def report(args, workload, latencies: Latencies, summary, since: float, until: f
     for o in measured:
         revisited.update(o.revisited)
         engines[o.engine] += 1
-    lat = latencies.latencies
+    lat = latencies.latencies + latencies.consumers.settled_early
     checkpoints = [c.seconds for c in summary.checkpoints]
     figures = {
         "group_partitions": workload.group_partitions, "rate": args.rate, "measure_s": args.measure_s,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from offset_pipeline.continuous.checkpoint import CheckpointSettings
@@ -89,5 +90,76 @@ class BenchContinuousRun:
         if self.error is not None:
             raise RuntimeError(f"the continuous run failed: {self.error!r}") from self.error
         if self._thread.is_alive():
+            raise RuntimeError("the continuous run did not end in time")
+        return self.summary
+
+
+def _run_in_child(kwargs: dict, run_for_s: float, out) -> None:
+    """The child of :class:`ProcessContinuousRun`: the run, reporting every cycle on ``out``."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+    def watch(outcome, state) -> None:
+        # the group-partitions this cycle translated and left synced: (their committed offset)
+        since = time.monotonic() - outcome.seconds
+        settled = {}
+        for key, memory in state.memory.items():
+            if memory.translated_at_s >= since:
+                commit, result = state.commits.get(key), state.results.get(key)
+                if commit is not None and commit.synced and result is not None and result.get("committed") is not None:
+                    settled[key] = int(result["committed"])
+        out.put(("cycle", time.monotonic(), outcome, settled))
+
+    try:
+        summary = BenchContinuousRun(**kwargs, watch=watch).start(run_for_s).join(run_for_s + 300)
+        out.put(("summary", summary))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        out.put(("error", repr(exc)))
+
+
+class ProcessContinuousRun:
+    """``BenchContinuousRun`` in a process of its own, as Dagster runs the asset (a run worker per
+    run): the benchmark's load (producers, 500 group members, mirrors) does not share the sync's
+    interpreter. ``on_cycle(monotonic_s, outcome, settled)`` is called in a thread of this process per
+    cycle, ``settled``: {(group, topic, partition): committed offset} of the group-partitions the
+    cycle translated and left synced."""
+
+    def __init__(self, on_cycle, **kwargs):
+        import multiprocessing
+
+        self.on_cycle, self.kwargs = on_cycle, kwargs
+        self._ctx = multiprocessing.get_context("spawn")  # no fork of a process full of Kafka clients
+        self._out = self._ctx.Queue()
+        self._proc = None
+        self._reader: threading.Thread | None = None
+        self.summary: RunSummary | None = None
+        self.error: str | None = None
+
+    def start(self, run_for_s: float) -> ProcessContinuousRun:
+        self._proc = self._ctx.Process(target=_run_in_child, args=(self.kwargs, run_for_s, self._out),
+                                       name="continuous-sync", daemon=True)
+        self._proc.start()
+        self._reader = threading.Thread(target=self._read, name="continuous-sync-reports", daemon=True)
+        self._reader.start()
+        return self
+
+    def _read(self) -> None:
+        while True:
+            message = self._out.get()
+            if message[0] == "cycle":
+                self.on_cycle(*message[1:])
+            elif message[0] == "summary":
+                self.summary = message[1]
+                return
+            else:
+                self.error = message[1]
+                return
+
+    def join(self, timeout_s: float | None = None) -> RunSummary:
+        assert self._reader is not None and self._proc is not None
+        self._reader.join(timeout_s)
+        self._proc.join(30)
+        if self.error is not None:
+            raise RuntimeError(f"the continuous run failed: {self.error}")
+        if self.summary is None:
             raise RuntimeError("the continuous run did not end in time")
         return self.summary

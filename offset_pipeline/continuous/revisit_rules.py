@@ -107,11 +107,6 @@ def _facts_changed(before: SideFacts | None, now: SideFacts | None) -> bool:
     return before.log_end is not None and now.log_end is not None and now.log_end < before.log_end
 
 
-def log_ends_of(sides: Iterable[tuple[str, SideFacts]]) -> tuple:
-    """The ``log_ends`` of :class:`PartitionMemory` for one group-partition's sides."""
-    return tuple(sorted((cluster, f.log_end) for cluster, f in sides))
-
-
 def retry_after_s(key: GroupPartition, retry_s: float) -> float:
     """``retry_s`` plus a spread in [0, retry_s) fixed per group-partition (crc32 of its key): the
     partitions translated together by a run's first cycle do not all come back in one cycle."""
@@ -164,10 +159,21 @@ def partitions_to_revisit(
             out[key] = RevisitReason.OFFSET_MOVED
         elif any(_facts_changed(b, f) for _, f, b in changed):
             out[key] = RevisitReason.FACTS_CHANGED
-        elif not remembered.settled and _unsettled_due(key, remembered, [(c, _side(row)) for c, row in sides], now_s,
-                                                       revisit_s, retry_s):
+        elif not remembered.settled and _unsettled_due_rows(key, remembered, sides, now_s, revisit_s, retry_s):
             out[key] = RevisitReason.UNSETTLED
     return out
+
+
+def _unsettled_due_rows(key: GroupPartition, remembered: PartitionMemory, sides: list[tuple[str, tuple]],
+                        now_s: float, revisit_s: float, retry_s: float) -> bool:
+    """``_unsettled_due`` on snapshot tuples (log end at index 8), cheapest test first: most unsettled
+    group-partitions (no anchor yet) are asked this every cycle."""
+    age = now_s - remembered.translated_at_s
+    if age < min(revisit_s, retry_s):  # retry_after_s is never below retry_s
+        return False
+    if age >= retry_after_s(key, retry_s):
+        return True
+    return age >= revisit_s and tuple(sorted((cluster, row[8]) for cluster, row in sides)) != remembered.log_ends
 
 
 def _rows_by_key(rows: Iterable[tuple]) -> dict[tuple[str, str, str, int], tuple]:
@@ -190,14 +196,6 @@ def _group_facts_of_rows(rows: Mapping[tuple[str, str, str, int], tuple]) -> dic
         state = (row[10] if len(row) > 10 else "") or ""
         out[(cluster, group_id)] = (max(members, int(row[2])), state)
     return out
-
-
-def _unsettled_due(key: GroupPartition, remembered: PartitionMemory, sides, now_s: float, revisit_s: float,
-                   retry_s: float) -> bool:
-    age = now_s - remembered.translated_at_s
-    if age >= retry_after_s(key, retry_s):
-        return True
-    return age >= revisit_s and log_ends_of(sides) != remembered.log_ends
 
 
 def _offset_moved(before: SideFacts | None, now: SideFacts, written: int | None) -> bool:

@@ -24,6 +24,7 @@ Invariants (tests/continuous/test_run_state.py):
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -45,8 +46,12 @@ from offset_pipeline.translation import Anchor, DirectionHistory
 AnchorKey = tuple[str, str, int, str, str]  # group, topic, partition, active, standby
 
 
+_SNAPSHOT_FIELDS = operator.attrgetter(*SNAPSHOT_COLUMNS)
+
+
 def snapshot_tuple(row: SnapshotRow) -> tuple:
-    return tuple(getattr(row, c) for c in SNAPSHOT_COLUMNS)
+    """The row's ``SNAPSHOT_COLUMNS``, in order (one C call: a continuous cycle makes 10,000s)."""
+    return _SNAPSHOT_FIELDS(row)
 
 
 def carried_commit(row: CommitRow, snapshot_id: str, cycle_time_ms: int) -> CommitRow:
