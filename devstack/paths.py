@@ -47,3 +47,10 @@ DEFAULT_SPARK_CONNECT_PORT = 15002
 def spark_connect_port() -> int:
     """The local Spark Connect server's port: ``OFFSET_PIPELINE_SPARK_CONNECT_PORT``, default 15002."""
     return int(os.environ.get("OFFSET_PIPELINE_SPARK_CONNECT_PORT", DEFAULT_SPARK_CONNECT_PORT))
+
+
+def executor_python_dir() -> Path:
+    """The Spark standalone executors' virtual environment (devstack/executor_python.py): made once,
+    then reused, like the jars."""
+    return Path(os.environ.get("OFFSET_PIPELINE_EXECUTOR_PYTHON_DIR",
+                               REPO_ROOT / ".devstack" / "executor-python")).resolve()

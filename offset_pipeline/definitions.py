@@ -66,7 +66,8 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
             password=_secret(settings.clickhouse.password_env),
             database=settings.clickhouse.database,
         ),
-        "spark": SparkResource(master=settings.spark.master, connect_url=settings.spark.connect_url),
+        "spark": SparkResource(master=settings.spark.master, connect_url=settings.spark.connect_url,
+                               spark_config=settings.spark.conf),
         "mirrors": MirrorsResource(position_groups=[MirrorPositionGroup(**g) for g in mirror_position_groups()]),
     }
 

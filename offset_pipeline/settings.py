@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 CLUSTER_NAMES = ("idc1", "idc2")
@@ -64,6 +64,7 @@ class ClickHouseSettings:
 class SparkSettings:
     master: str | None = None
     connect_url: str | None = None
+    conf: dict[str, str] = field(default_factory=dict)  # OFFSET_PIPELINE_SPARK_CONF
 
 
 @dataclass(frozen=True)
@@ -119,8 +120,26 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         spark=SparkSettings(
             master=_get(env, "OFFSET_PIPELINE_SPARK_MASTER"),
             connect_url=_get(env, "OFFSET_PIPELINE_SPARK_CONNECT_URL"),
+            conf=spark_conf_setting(env),
         ),
     )
+
+
+def spark_conf_setting(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``OFFSET_PIPELINE_SPARK_CONF="spark.pyspark.python=/opt/py/bin/python,spark.executor.memory=2g"``
+    -> Spark settings passed through to the session (on a cluster, ``spark.pyspark.python`` names the
+    executors' Python). A malformed entry fails at load time, named."""
+    env = os.environ if env is None else env
+    raw = _get(env, "OFFSET_PIPELINE_SPARK_CONF") or ""
+    out: dict[str, str] = {}
+    for entry in (e.strip() for e in raw.split(",")):
+        if not entry:
+            continue
+        key, sep, value = entry.partition("=")
+        if not sep or not key.strip().startswith("spark.") or not value.strip():
+            raise ValueError(f"OFFSET_PIPELINE_SPARK_CONF: {entry!r} is not spark.<setting>=<value>")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def topic_shapes(env: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -48,3 +48,28 @@ def test_translation_config_default_follows_the_environment(monkeypatch):
     assert TranslationConfig().topic_shapes == {"orders": "two_way"}
     monkeypatch.delenv("OFFSET_PIPELINE_TOPIC_SHAPES")
     assert TranslationConfig().topic_shapes == {}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, {}),
+        ("", {}),
+        ("spark.pyspark.python=/opt/py/bin/python", {"spark.pyspark.python": "/opt/py/bin/python"}),
+        (" spark.executor.memory = 2g ,spark.cores.max=4,", {"spark.executor.memory": "2g", "spark.cores.max": "4"}),
+        ("spark.driver.extraJavaOptions=-Da=b", {"spark.driver.extraJavaOptions": "-Da=b"}),
+    ],
+)
+def test_spark_conf_from_the_environment(value, expected):
+    from offset_pipeline.settings import spark_conf_setting
+
+    env = {} if value is None else {"OFFSET_PIPELINE_SPARK_CONF": value}
+    assert spark_conf_setting(env) == expected
+
+
+@pytest.mark.parametrize("value", ["executor.memory=2g", "spark.executor.memory", "spark.cores.max="])
+def test_a_malformed_spark_conf_entry_is_named(value):
+    from offset_pipeline.settings import spark_conf_setting
+
+    with pytest.raises(ValueError, match="OFFSET_PIPELINE_SPARK_CONF"):
+        spark_conf_setting({"OFFSET_PIPELINE_SPARK_CONF": value})

@@ -70,13 +70,19 @@ def spark_conf(
     return conf
 
 
-def pin_python_interpreter() -> None:
-    """Make Spark's Python workers run this interpreter (the venv), unless the caller chose one.
+def pin_python_interpreter(executor_python: str | None = None) -> None:
+    """Make Spark's Python workers run ``executor_python`` (``spark.pyspark.python``), else this
+    interpreter (the venv) unless the caller chose one.
 
     Without this, workers start whatever ``python3`` is on PATH, which lacks the project's packages
-    or differs in minor version, and Python UDFs / RDD code fail.
+    or differs in minor version, and Python UDFs / RDD code fail. PySpark takes the workers' Python
+    from this process's ``PYSPARK_PYTHON`` when it creates the context (``spark.pyspark.python`` is
+    only read by ``spark-submit``), so the setting is applied here.
     """
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if executor_python:
+        os.environ["PYSPARK_PYTHON"] = executor_python
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
@@ -92,12 +98,65 @@ def get_spark_session(
     """
     conf = spark_conf(master, connect_url, spark_config)
     if "spark.remote" in conf:
-        return _connect_session(conf)
-    pin_python_interpreter()
+        session = _connect_session(conf)
+        ship_project_code(session, connect=True)
+        return session
+    pin_python_interpreter(conf.get("spark.pyspark.python"))
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    if not conf["spark.master"].startswith("local"):
+        ship_project_code(session, connect=False)
+    return session
+
+
+_shipped: set[tuple[int, str]] = set()  # (id of the SparkContext or Connect session, zip) already added
+_package_zip: str | None = None
+
+
+def project_code_zip() -> str:
+    """offset_pipeline as a zip (built once per process from the code this process runs): what a
+    cluster's executors import it from. Content-named, so a code change is a new file to Spark."""
+    global _package_zip
+    if _package_zip is None or not os.path.exists(_package_zip):
+        import hashlib
+        import tempfile
+        import zipfile
+        from pathlib import Path
+
+        import offset_pipeline
+
+        root = Path(offset_pipeline.__file__).resolve().parent
+        files = sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes())
+        target = Path(tempfile.gettempdir()) / f"offset_pipeline-{digest.hexdigest()[:16]}.zip"
+        if not target.exists():
+            partial = target.with_suffix(f".{os.getpid()}.tmp")
+            with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+                for path in files:
+                    archive.write(path, str(path.relative_to(root.parent)))
+            os.replace(partial, target)
+        _package_zip = str(target)
+    return _package_zip
+
+
+def ship_project_code(session, *, connect: bool) -> None:
+    """Make ``offset_pipeline`` importable on the session's executors: ``addPyFile`` (a cluster
+    master) or a Python artifact (Spark Connect) of :func:`project_code_zip`. Executors then need only
+    the libraries the tasks import (README, "Spark on a cluster"), never the project installed. Once
+    per session and zip."""
+    path = project_code_zip()
+    key = (id(session) if connect else id(session.sparkContext), path)
+    if key in _shipped:
+        return
+    if connect:
+        session.addArtifacts(path, pyfile=True)
+    else:
+        session.sparkContext.addPyFile(path)
+    _shipped.add(key)
 
 
 def _connect_session(conf: Mapping[str, str]):
