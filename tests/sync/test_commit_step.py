@@ -110,23 +110,24 @@ def test_inconsistent_rows_fail_their_group_without_kafka():
 
 # -- the sync cycle's way: each cluster's calls in a child process (kafka_io/group_io.py) ----------
 
-_CONSUMER_CONFIGS_MADE = 0  # in the child process that runs the calls
+_ADMIN_CLIENTS_ASKED = 0  # in the child process that runs the calls
 
 
 @dataclass(frozen=True)
 class AbortingClient(ClusterClient):
     """A real cluster's client config whose child process aborts (SIGABRT, as librdkafka's failed
-    assertions do) when it makes its ``abort_at``-th consumer config: 1 = the re-read of the
-    group's live state, 2 = the commit (the re-read made the first)."""
+    assertions do) when its admin client is asked for the ``abort_at``-th time: each of the child's
+    group calls asks once (kafka_io/group_io.py), so 1 = the re-read of the group's live state, 2 =
+    the commit."""
 
     abort_at: int = 1
 
-    def consumer_config(self, group_id, **overrides):
-        global _CONSUMER_CONFIGS_MADE
-        _CONSUMER_CONFIGS_MADE += 1
-        if _CONSUMER_CONFIGS_MADE >= self.abort_at:
+    def admin(self):
+        global _ADMIN_CLIENTS_ASKED
+        _ADMIN_CLIENTS_ASKED += 1
+        if _ADMIN_CLIENTS_ASKED >= self.abort_at:
             os.abort()
-        return super().consumer_config(group_id, **overrides)
+        return super().admin()
 
 
 @pytest.mark.kafka
