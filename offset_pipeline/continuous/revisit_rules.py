@@ -86,15 +86,17 @@ class SideFacts:
 
 def side_facts(rows: Iterable[tuple]) -> dict[tuple[str, str, str, int], SideFacts]:
     """(cluster, group, topic, partition) -> :class:`SideFacts` of snapshot tuples (``SNAPSHOT_COLUMNS``)."""
-    out = {}
-    for row in rows:
-        cluster, group_id, members, topic, partition, committed, present, log_start, log_end, ts_type = row[:10]
-        group_state, read_error = (tuple(row[10:12]) + ("", ""))[:2]
-        out[(cluster, group_id, topic, int(partition))] = SideFacts(
-            int(members), group_state or "", None if committed is None else int(committed), bool(present),
-            log_start, log_end, ts_type or "", read_error or "",
-        )
-    return out
+    return {(row[0], row[1], row[3], int(row[4])): _side(row) for row in rows}
+
+
+def _side(row: tuple) -> SideFacts:
+    """One snapshot tuple's :class:`SideFacts`."""
+    _, _, members, _, _, committed, present, log_start, log_end, ts_type = row[:10]
+    group_state, read_error = (tuple(row[10:12]) + ("", ""))[:2]
+    return SideFacts(
+        int(members), group_state or "", None if committed is None else int(committed), bool(present),
+        log_start, log_end, ts_type or "", read_error or "",
+    )
 
 
 def _facts_changed(before: SideFacts | None, now: SideFacts | None) -> bool:
@@ -178,10 +180,6 @@ def _unsettled_due_rows(key: GroupPartition, remembered: PartitionMemory, sides:
 
 def _rows_by_key(rows: Iterable[tuple]) -> dict[tuple[str, str, str, int], tuple]:
     return {(row[0], row[1], row[3], int(row[4])): tuple(row) for row in rows}
-
-
-def _side(row: tuple) -> SideFacts:
-    return next(iter(side_facts([row]).values()))
 
 
 def _side_or_none(row: tuple | None) -> SideFacts | None:
