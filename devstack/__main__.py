@@ -1,4 +1,4 @@
-"""``python -m devstack {fetch,up,watch,down,status,clean,shapes,spark-url,instance-config}`` — the local stack's commands."""
+"""``python -m devstack {fetch,up,watch,down,status,clean,shapes,spark-url,spark-master-url,spark-standalone-conf,instance-config}`` — the local stack's commands."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from devstack.cli import stop_on_signals
 from devstack.errors import DevStackError
 from devstack.jars import fetch_jars
 from devstack.paths import jars_dir
-from devstack.stack import DevStack, StackSettings, plan_topic_shapes
+from devstack.stack import SPARK_CHOICES, DevStack, StackSettings, plan_topic_shapes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,12 +26,18 @@ def main(argv: list[str] | None = None) -> int:
     for command in (up, watch):
         command.add_argument("--no-traffic", action="store_true", help="start without the traffic generator")
         command.add_argument("--no-consumers", action="store_true", help="start without the consumer groups")
-        command.add_argument("--no-spark-connect", action="store_true", help="start without the Spark Connect server")
+        command.add_argument("--spark", choices=SPARK_CHOICES, default="connect",
+                             help="the Spark for sync runs: the Spark Connect server (default), a standalone "
+                                  "master and two workers whose executors lack offset_pipeline, or none")
+        command.add_argument("--no-spark-connect", dest="spark", action="store_const", const="none",
+                             help="the same as --spark none")
     sub.add_parser("down", help="stop everything the stack started")
     sub.add_parser("status", help="show what runs")
     sub.add_parser("clean", help="stop everything and delete cluster data and logs (keeps the jar cache)")
     sub.add_parser("shapes", help="print OFFSET_PIPELINE_TOPIC_SHAPES for the traffic plan's topics")
     sub.add_parser("spark-url", help="print the local Spark Connect server's URL (OFFSET_PIPELINE_SPARK_CONNECT_URL)")
+    sub.add_parser("spark-master-url", help="print the local standalone cluster's master URL (OFFSET_PIPELINE_SPARK_MASTER)")
+    sub.add_parser("spark-standalone-conf", help="print OFFSET_PIPELINE_SPARK_CONF for runs on the standalone cluster")
     instance = sub.add_parser("instance-config", help="write DAGSTER_HOME/dagster.yaml from deploy/dagster.yaml, "
                                                       "or add the blocks an existing one lacks")
     instance.add_argument("dagster_home")
@@ -41,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("up", "watch"):
         settings = StackSettings(
             settings.base_dir, settings.seed, settings.rate_scale,
-            traffic=not args.no_traffic, consumers=not args.no_consumers, spark_connect=not args.no_spark_connect,
+            traffic=not args.no_traffic, consumers=not args.no_consumers, spark=args.spark,
         )
     stack = DevStack(settings)
     try:
@@ -69,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{args.dagster_home}/dagster.yaml: added {', '.join(added)}")
         elif args.command == "spark-url":
             print(stack.spark_connect.url)
+        elif args.command == "spark-master-url":
+            print(stack.spark_standalone.master_url)
+        elif args.command == "spark-standalone-conf":
+            print(stack.spark_standalone_conf())
     except DevStackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -54,3 +54,30 @@ def executor_python_dir() -> Path:
     then reused, like the jars."""
     return Path(os.environ.get("OFFSET_PIPELINE_EXECUTOR_PYTHON_DIR",
                                REPO_ROOT / ".devstack" / "executor-python")).resolve()
+
+
+DEFAULT_SPARK_MASTER_PORT = 17077
+DEFAULT_SPARK_MASTER_UI_PORT = 18080
+DEFAULT_SPARK_WORKER_PORTS = (17078, 18081, 17079, 18082)  # RPC and UI port of each of two workers
+
+
+@dataclass(frozen=True)
+class SparkStandalonePorts:
+    master: int
+    master_ui: int
+    workers: tuple[int, ...]  # two per worker: RPC, UI
+
+
+def spark_standalone_ports(env: Mapping[str, str] | None = None) -> SparkStandalonePorts:
+    """The local Spark standalone cluster's ports (not Spark's own 7077/8080, so a developer's own
+    Spark is left alone): ``OFFSET_PIPELINE_SPARK_MASTER_PORT`` (17077), ``..._MASTER_UI_PORT`` (18080),
+    ``OFFSET_PIPELINE_SPARK_WORKER_PORTS`` (``17078,18081,17079,18082``: RPC and UI of each worker)."""
+    env = os.environ if env is None else env
+    workers = env.get("OFFSET_PIPELINE_SPARK_WORKER_PORTS", "").strip()
+    try:
+        worker_ports = tuple(int(p) for p in workers.split(",")) if workers else DEFAULT_SPARK_WORKER_PORTS
+    except ValueError:
+        raise ValueError(f"OFFSET_PIPELINE_SPARK_WORKER_PORTS: {workers!r} is not a list of ports") from None
+    return SparkStandalonePorts(int(env.get("OFFSET_PIPELINE_SPARK_MASTER_PORT", DEFAULT_SPARK_MASTER_PORT)),
+                                int(env.get("OFFSET_PIPELINE_SPARK_MASTER_UI_PORT", DEFAULT_SPARK_MASTER_UI_PORT)),
+                                worker_ports)

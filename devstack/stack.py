@@ -1,5 +1,6 @@
 """The whole local stack: two clusters, the mirror both ways, traffic and consumer groups, and the
-Spark Connect server the sync runs use.
+Spark the sync runs use: a Spark Connect server (the default) or a Spark standalone cluster (a master
+and two workers whose executors lack offset_pipeline, ``--spark standalone``).
 
 ``DevStack.up()`` is what the README's main command runs before it starts the Dagster UI.
 Everything lives under :func:`~devstack.paths.stack_dir`.
@@ -16,11 +17,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from devstack.cluster import ClusterSpec, KafkaCluster
-from devstack.jars import fetch_jars
-from devstack.paths import cluster_ports, jars_dir, spark_connect_port, stack_dir
 from devstack.errors import DevStackError
+from devstack.executor_python import ensure_executor_python
+from devstack.jars import fetch_jars
+from devstack.paths import (
+    cluster_ports,
+    executor_python_dir,
+    jars_dir,
+    spark_connect_port,
+    spark_standalone_ports,
+    stack_dir,
+)
 from devstack.processes import ManagedProcess, PartState
 from devstack.spark_connect import SparkConnectServer
+from devstack.spark_standalone import SparkStandalone
+
+#: What ``up --spark`` can start for the sync runs: nothing, the Spark Connect server, or a standalone cluster.
+SPARK_CHOICES = ("connect", "standalone", "none")
 
 
 # How long ``down`` lets each part stop after SIGTERM (a clean stop takes a few seconds, even on a
@@ -35,10 +48,14 @@ class StackSettings:
     rate_scale: float = 1.0
     traffic: bool = True
     consumers: bool = True
-    spark_connect: bool = True
+    spark: str = "connect"  # one of SPARK_CHOICES
+
+    def __post_init__(self) -> None:
+        if self.spark not in SPARK_CHOICES:
+            raise ValueError(f"spark: {self.spark!r} is not one of {', '.join(SPARK_CHOICES)}")
 
     @classmethod
-    def from_env(cls) -> "StackSettings":
+    def from_env(cls) -> StackSettings:
         return cls(
             base_dir=stack_dir(),
             seed=int(os.environ.get("OFFSET_PIPELINE_SEED", "7")),
@@ -70,6 +87,20 @@ class DevStack:
     def spark_connect(self) -> SparkConnectServer:
         """The long-lived Spark driver the sync runs connect to (``OFFSET_PIPELINE_SPARK_CONNECT_URL``)."""
         return SparkConnectServer(spark_connect_port(), self.run_dir)
+
+    @property
+    def spark_standalone(self) -> SparkStandalone:
+        """The local Spark standalone cluster (``OFFSET_PIPELINE_SPARK_MASTER=`` its :attr:`master_url`)."""
+        ports = spark_standalone_ports()
+        return SparkStandalone(ports.master, ports.master_ui, ports.workers, self.run_dir)
+
+    def spark_standalone_conf(self) -> str:
+        """``OFFSET_PIPELINE_SPARK_CONF`` for runs on the standalone cluster: its executors' Python
+        (without offset_pipeline), and a share of the two workers' cores and memory."""
+        python = executor_python_dir() / "bin" / "python"
+        return ",".join(f"{k}={v}" for k, v in {
+            "spark.pyspark.python": python, "spark.executor.memory": "512m", "spark.cores.max": "2",
+        }.items())
 
     @property
     def bootstraps(self) -> dict[str, str]:
@@ -117,7 +148,8 @@ class DevStack:
         """Start every part that does not run: a first start, or a restart of exactly the parts
         that died (a broker, a mirror, ...); living parts are left alone."""
         echo(f"Kafka jars: {fetch_jars(jars_dir())}")
-        spark = self.spark_connect if self.settings.spark_connect else None
+        spark = self.spark_connect if self.settings.spark == "connect" else None
+        standalone_before = self._standalone_state() if self.settings.spark == "standalone" else None
         spark_before = spark.process().state() if spark is not None else None
         if spark is not None:
             spark.launch()  # the JVM starts while the brokers do; readiness is awaited at the end
@@ -137,6 +169,23 @@ class DevStack:
         if spark is not None:
             pid = spark.start()
             echo(f"{spark.name:22} pid {pid}  {_how_started(*spark_before)}  {spark.url}  log {spark.process().log_path}")
+        if standalone_before is not None:
+            self.start_spark_standalone(echo, standalone_before)
+
+    def _standalone_state(self) -> list[tuple[PartState, int | None]]:
+        return [part.state() for part in self.spark_standalone.parts()]
+
+    def start_spark_standalone(self, echo=print, before: list | None = None) -> str:
+        """The standalone cluster up (its executors' Python made first, once): returns the master URL
+        when every worker is ALIVE."""
+        before = self._standalone_state() if before is None else before
+        python = ensure_executor_python(executor_python_dir())
+        cluster = self.spark_standalone
+        url = cluster.start()
+        for part, state in zip(cluster.parts(), before):
+            echo(f"{part.name:22} pid {part.pid()}  {_how_started(*state)}  log {part.log_path}")
+        echo(f"{'spark-standalone':22} {url}  executors' Python {python} (without offset_pipeline)")
+        return url
 
     def restart_dead(self, echo=print) -> int:
         """Start again every part that does not run (a broker, a process, the Spark Connect
@@ -146,9 +195,14 @@ class DevStack:
         parts = [(f"cluster {c.spec.name}", lambda c=c: not c.status().running, lambda c=c: c.start().line())
                  for c in self.clusters]
         parts += [(p.name, lambda p=p: p.pid() is None, lambda p=p: f"pid {p.start()}") for p in self.processes()]
-        if self.settings.spark_connect:
+        if self.settings.spark == "connect":
             spark = self.spark_connect
             parts.append((spark.name, lambda: spark.pid() is None, lambda: f"pid {spark.start()}"))
+        if self.settings.spark == "standalone":
+            # a dead worker restarts through the cluster's own start (it waits for every worker ALIVE)
+            cluster = self.spark_standalone
+            parts.append(("spark-standalone", lambda: any(p.pid() is None for p in cluster.parts()),
+                          lambda: cluster.start()))
         for name, is_down, start in parts:
             if not is_down():
                 continue
@@ -175,6 +229,8 @@ class DevStack:
         while they finish), then the clusters. A part still running ``grace_s`` after SIGTERM is
         killed."""
         clients = [(self.spark_connect.name, self.spark_connect.process().stop)]
+        # workers before their master, each in the first wave (whatever ``up`` started: down stops it all)
+        clients += [(part.name, part.stop) for part in reversed(self.spark_standalone.parts())]
         clients += [(proc.name, proc.stop) for proc in reversed(self.processes())]
         brokers = [(f"cluster {cluster.spec.name}", cluster.stop) for cluster in reversed(self.clusters)]
         for wave in (clients, brokers):
@@ -194,6 +250,15 @@ class DevStack:
             lines.append(f"{spark.name:22} {_state_text(state, pid):16} {spark.address}  log {spark.process().log_path}")
         else:
             lines.append(spark.status_line())
+        standalone = self.spark_standalone
+        parts = [(part, part.state()) for part in standalone.parts()]
+        if any(state is not PartState.STOPPED for part, (state, _) in parts):
+            status = standalone.status()
+            alive = "master does not answer" if status is None else \
+                f"{standalone.alive_workers(status)} of {standalone.workers} workers ALIVE"
+            for part, (state, pid) in parts:
+                lines.append(f"{part.name:22} {_state_text(state, pid):16} log {part.log_path}")
+            lines.append(f"{'spark-standalone':22} {standalone.master_url}  {alive}")
         return lines
 
     def clean(self, echo=print) -> None:

@@ -16,8 +16,10 @@ import pytest
 from confluent_kafka import Producer
 
 from devstack.executor_python import ensure_executor_python, imports
+from devstack.liveness import pid_alive
 from devstack.paths import executor_python_dir
 from devstack.spark_standalone import SparkStandalone
+from devstack.stack import DevStack, StackSettings
 from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
 from offset_pipeline.resources import (
     ClickHouseResource,
@@ -25,7 +27,7 @@ from offset_pipeline.resources import (
     SparkResource,
 )
 from tests.assets.test_outages import SYNC_ASSETS
-from tests.conftest import free_port, wait_for
+from tests.conftest import devstack_env, free_port, wait_for
 from tests.kafka_io.test_standby_group_io import Member, committed
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark_standalone]
@@ -38,15 +40,37 @@ def executor_python() -> str:
     return ensure_executor_python(executor_python_dir())
 
 
+def standalone_env(base, kafka_jars) -> dict[str, str]:
+    env = devstack_env(base, kafka_jars, rate_scale=1.0)
+    env.update(OFFSET_PIPELINE_SPARK_MASTER_PORT=str(free_port()), OFFSET_PIPELINE_SPARK_MASTER_UI_PORT=str(free_port()),
+               OFFSET_PIPELINE_SPARK_WORKER_PORTS=",".join(str(free_port()) for _ in range(4)))
+    return env
+
+
+def devstack(env, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "devstack", *args], env=env, capture_output=True, text=True,
+                          timeout=180, check=False)
+
+
 @pytest.fixture(scope="module")
-def standalone(tmp_path_factory):
-    cluster = SparkStandalone(free_port(), free_port(), tuple(free_port() for _ in range(4)),
-                              tmp_path_factory.mktemp("spark-standalone"))
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+def standalone_stack(tmp_path_factory, kafka_jars):
+    """The dev stack's standalone cluster (the part ``bin/up`` starts with OFFSET_PIPELINE_DEVSTACK_SPARK=standalone),
+    started as ``devstack up --spark standalone`` starts it, on free ports; ``devstack down`` at the end."""
+    env = standalone_env(tmp_path_factory.mktemp("stack"), kafka_jars)
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        stack = DevStack(StackSettings.from_env())
+        try:
+            stack.start_spark_standalone(echo=lambda line: None)
+            yield stack, env
+        finally:
+            devstack(env, "down")
+
+
+@pytest.fixture(scope="module")
+def standalone(standalone_stack) -> SparkStandalone:
+    return standalone_stack[0].spark_standalone
 
 
 def test_the_executors_python_has_the_libraries_and_not_the_project(executor_python):
@@ -147,3 +171,22 @@ def test_a_sync_cycle_on_the_standalone_cluster_commits_what_local_spark_commits
     finally:
         for member in members:
             member.close()
+
+
+def test_the_stack_reports_the_cluster_and_stops_it(standalone_stack):
+    stack, env = standalone_stack
+    status = devstack(env, "status").stdout
+    for part in ("spark-master", "spark-worker-0", "spark-worker-1"):
+        assert "running pid" in next(line for line in status.splitlines() if line.startswith(part)), status
+    assert f"{stack.spark_standalone.master_url}  2 of 2 workers ALIVE" in status, status
+    # what bin/up exports for the runs: this master, and the executors' Python that lacks the project
+    assert devstack(env, "spark-master-url").stdout.strip() == stack.spark_standalone.master_url
+    conf = devstack(env, "spark-standalone-conf").stdout.strip()
+    assert f"spark.pyspark.python={executor_python_dir() / 'bin' / 'python'}" in conf.split(","), conf
+
+    pids = [part.pid() for part in stack.spark_standalone.parts()]
+    down = devstack(env, "down")
+    assert down.returncode == 0, down.stderr
+    assert all(pid is not None and not pid_alive(pid) for pid in pids), pids
+    after = devstack(env, "status").stdout
+    assert "spark-master" not in after and "spark-worker" not in after, after
