@@ -1,0 +1,109 @@
+"""One engine's cycles for ``scale_curve.py``, in a process of its own (a process has one SparkContext).
+
+    .venv/bin/python bench/scale_cycles.py SPEC.json OUT.json
+
+SPEC: ``bootstraps`` (cluster -> bootstrap), ``dsn`` (chdb), ``master`` (``local[2]`` or
+``spark://...``), ``executor_python`` (or null), ``group_include``, ``topic_shapes``, ``cycles``,
+``extra_pids`` (the standalone master and workers: their trees count too), ``decisions_log``.
+
+A warm-up cycle (session, JVM and Python workers start; first commits), then ``cycles`` measured
+ones: every asset of the ``offset_sync`` group through ``dg.materialize``, as ``cycle_benchmark.py``.
+Per cycle: seconds (the materialize call), stage seconds, CPU-seconds and peak RSS of this process's
+tree plus ``extra_pids``' trees (``process_tree_usage.py``). The read budget and the Spark bound are
+raised so a large cycle is measured whole, not cut into deferrals. Writes OUT.json; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+
+import dagster as dg
+from cycle_benchmark import offset_sync_assets, step_seconds
+from process_tree_usage import PeakRss, ProcessTree
+
+from offset_pipeline.monitoring.decision_log import LOGGER_NAME
+
+BOUND_S = 1800.0  # Spark bound and read budget of a measured cycle: measured whole, never deferred
+
+
+def resources(spec: dict) -> dict:
+    from offset_pipeline.resources import (
+        ClickHouseResource,
+        KafkaClusterResource,
+        SparkResource,
+    )
+
+    spark_config = {"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false"}
+    if spec["executor_python"]:
+        spark_config.update({"spark.pyspark.python": spec["executor_python"], "spark.executor.memory": "768m",
+                             "spark.cores.max": "2"})
+    return {
+        **{name: KafkaClusterResource(cluster_name=name, bootstrap_servers=bs) for name, bs in spec["bootstraps"].items()},
+        "clickhouse": ClickHouseResource(dsn=spec["dsn"]),
+        "spark": SparkResource(master=spec["master"], spark_config=spark_config, job_timeout_s=BOUND_S),
+    }
+
+
+def route_decisions(path: str) -> None:
+    """Decision lines to a file, as a deployment routes them (their cost counts; no console flood)."""
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    decisions = logging.getLogger(LOGGER_NAME)
+    decisions.handlers, decisions.propagate = [handler], False
+    decisions.setLevel(logging.INFO)
+
+
+def main(spec_path: str, out_path: str) -> int:
+    spec = json.loads(Path(spec_path).read_text())
+    route_decisions(spec["decisions_log"])
+    assets = offset_sync_assets()
+    res = resources(spec)
+    run_config = {
+        "ops": {
+            "offset_snapshot": {"config": {"group_include": spec["group_include"]}},
+            "offset_translations": {"config": {"topic_shapes": spec["topic_shapes"], "read_budget_s": BOUND_S}},
+        },
+        "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+    }
+    instance = dg.DagsterInstance.ephemeral()
+    tree = ProcessTree([os.getpid(), *spec["extra_pids"]])
+    cycles = []
+    for n in range(spec["cycles"] + 1):
+        cpu_before = tree.cpu_seconds()
+        started = time.monotonic()
+        with PeakRss(tree) as peak:
+            result = dg.materialize(assets, resources=res, run_config=run_config, instance=instance,
+                                    raise_on_error=False)
+        seconds = time.monotonic() - started
+        cpu_s = tree.cpu_seconds() - cpu_before
+        if not result.success:
+            failure = next((e for e in result.all_events if e.is_failure), None)
+            raise RuntimeError(f"cycle {n} failed: {failure.event_specific_data if failure else result}")
+        translation = {k: v.value for k, v in
+                       result.asset_materializations_for_node("offset_translations")[0].metadata.items()}
+        cycles.append({
+            "label": "warm-up" if n == 0 else str(n), "seconds": seconds, "cpu_seconds": cpu_s,
+            "peak_rss_bytes": peak.bytes, "steps": step_seconds(instance, result.run_id),
+            "group_partitions": translation.get("group_partitions"), "translated": translation.get("translated"),
+            "deferred_partitions": translation.get("deferred_partitions"),
+            "spark_seconds": translation.get("spark_seconds"),
+        })
+        print(f"  cycle {cycles[-1]['label']}: {seconds:.2f}s, {cpu_s:.1f} CPU-s, "
+              f"peak RSS {peak.bytes / 2**20:.0f} MiB, {translation.get('translated')} translated", flush=True)
+    context = res["spark"].spark_session.sparkContext
+    report = {"master": context.master, "cycles": cycles}
+    res["spark"].spark_session.stop()
+    Path(out_path).write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:3]))
