@@ -57,7 +57,7 @@ class ProcessTree:
 class PeakRss:
     """``with PeakRss(tree) as peak: ...`` then ``peak.bytes``: the highest summed RSS seen."""
 
-    def __init__(self, tree: ProcessTree, interval_s: float = 0.25):
+    def __init__(self, tree: ProcessTree, interval_s: float = 1.0):
         self.tree, self.interval_s = tree, interval_s
         self.bytes = 0
         self._stop = threading.Event()

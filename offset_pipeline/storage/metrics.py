@@ -18,11 +18,12 @@ any character).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import astuple, fields
+from dataclasses import fields
 from datetime import datetime, timezone
 
 from offset_pipeline.storage.recent import recent
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
+from offset_pipeline.storage.row_inserts import field_values
 from offset_pipeline.storage.upkeep import ensure_upkeep
 
 TABLE = "offset_sync_metrics"
@@ -182,10 +183,15 @@ def insert_rows(client, rows: list) -> int:
     names = [_TIME_FIELDS.get(name, name) for name in fields_in_order]
     times = [i for i, name in enumerate(fields_in_order) if name in _TIME_FIELDS]
     data = []
+    values_of = field_values(type(rows[0]))
+    utc: dict[int | None, datetime | None] = {}
     for row in rows:
-        values = list(astuple(row))
+        values = list(values_of(row))
         for i in times:
-            values[i] = _utc(values[i])
+            ms = values[i]
+            if ms not in utc:
+                utc[ms] = _utc(ms)
+            values[i] = utc[ms]
         data.append(values)
     client.insert(TABLE, data, column_names=names)
     return len(rows)

@@ -11,11 +11,11 @@ by day so whole days expire as whole parts.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import astuple, dataclass, fields
-from datetime import datetime, timezone
+from dataclasses import dataclass, fields
 
 from offset_pipeline.storage.recent import now_ms, recent
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
+from offset_pipeline.storage.row_inserts import row_values
 from offset_pipeline.storage.upkeep import ensure_upkeep
 
 TABLE = "offset_snapshots"
@@ -85,11 +85,7 @@ def ensure_table(client) -> None:
 def insert_rows(client, rows: list[SnapshotRow]) -> int:
     if not rows:
         return 0
-    data = []
-    for row in rows:
-        values = list(astuple(row))
-        values[1] = datetime.fromtimestamp(values[1] / 1000.0, tz=timezone.utc)
-        data.append(values)
+    data = row_values(rows, 1)
     names = ["snapshot_time" if c == "snapshot_time_ms" else c for c in COLUMNS]
     client.insert(TABLE, data, column_names=names)
     return len(rows)
