@@ -1,4 +1,4 @@
-"""``python -m devstack {fetch,up,watch,down,status,clean,shapes,spark-url,spark-master-url,spark-standalone-conf,instance-config}`` — the local stack's commands."""
+"""``python -m devstack {fetch,up,watch,down,status,clean,shapes,spark-url,spark-master-url,spark-standalone-conf,instance-config,postgres}`` — the local stack's commands."""
 
 from __future__ import annotations
 
@@ -31,7 +31,9 @@ def main(argv: list[str] | None = None) -> int:
                                   "master and two workers whose executors lack offset_pipeline, or none")
         command.add_argument("--no-spark-connect", dest="spark", action="store_const", const="none",
                              help="the same as --spark none")
-    sub.add_parser("down", help="stop everything the stack started")
+    down = sub.add_parser("down", help="stop everything the stack started")
+    down.add_argument("--leave-postgres", action="store_true",
+                      help="all but the PostgreSQL server (bin/up stops it once Dagster, which writes there, has ended)")
     sub.add_parser("status", help="show what runs")
     sub.add_parser("clean", help="stop everything and delete cluster data and logs (keeps the jar cache)")
     sub.add_parser("shapes", help="print OFFSET_PIPELINE_TOPIC_SHAPES for the traffic plan's topics")
@@ -41,13 +43,24 @@ def main(argv: list[str] | None = None) -> int:
     instance = sub.add_parser("instance-config", help="write DAGSTER_HOME/dagster.yaml from deploy/dagster.yaml, "
                                                       "or add the blocks an existing one lacks")
     instance.add_argument("dagster_home")
+    instance.add_argument("--postgres", action="store_true",
+                          help="with Dagster's storage on PostgreSQL at the URL in OFFSET_PIPELINE_DAGSTER_PG_URL")
+    postgres = sub.add_parser("postgres", help="the stack's PostgreSQL server for Dagster's storage "
+                                               "(OFFSET_PIPELINE_DAGSTER_STORAGE=postgres)")
+    postgres.add_argument("action", choices=("url", "start", "stop", "status"),
+                          help="url: print OFFSET_PIPELINE_DAGSTER_PG_URL's value; start, stop, status")
     args = parser.parse_args(argv)
 
-    settings = StackSettings.from_env()
+    try:
+        settings = StackSettings.from_env()
+    except DevStackError as exc:  # a setting of the stack's own (OFFSET_PIPELINE_DAGSTER_STORAGE)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if args.command in ("up", "watch"):
         settings = StackSettings(
             settings.base_dir, settings.seed, settings.rate_scale,
             traffic=not args.no_traffic, consumers=not args.no_consumers, spark=args.spark,
+            postgres=settings.postgres,
         )
     stack = DevStack(settings)
     try:
@@ -58,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "watch":
             stack.watch(stop_on_signals(), args.every, echo=lambda line: print(line, flush=True))
         elif args.command == "down":
-            stack.down()
+            stack.down(leave_postgres=args.leave_postgres)
         elif args.command == "status":
             print("\n".join(stack.status_lines()))
         elif args.command == "clean":
@@ -68,11 +81,25 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "instance-config":
             from pathlib import Path
 
-            from devstack.instance_config import ensure_instance_config
+            from devstack.instance_config import (
+                ensure_instance_config,
+                postgres_storage,
+            )
 
-            added = ensure_instance_config(Path(args.dagster_home))
+            added = ensure_instance_config(Path(args.dagster_home),
+                                           storage=postgres_storage() if args.postgres else None)
             if added:
                 print(f"{args.dagster_home}/dagster.yaml: added {', '.join(added)}")
+        elif args.command == "postgres":
+            server = stack.postgres
+            if args.action == "url":
+                print(server.url)
+            elif args.action == "start":
+                print(f"{server.name} pid {server.start()}  {server.url}")
+            elif args.action == "stop":
+                print(f"stopped {server.name}" if server.stop() else f"{server.name} was not running")
+            else:
+                print(server.status_line())
         elif args.command == "spark-url":
             print(stack.spark_connect.url)
         elif args.command == "spark-master-url":

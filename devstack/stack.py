@@ -28,6 +28,7 @@ from devstack.paths import (
     spark_standalone_ports,
     stack_dir,
 )
+from devstack.postgres import LocalPostgres, dagster_storage
 from devstack.processes import ManagedProcess, PartState
 from devstack.spark_connect import SparkConnectServer
 from devstack.spark_standalone import SparkStandalone
@@ -49,6 +50,8 @@ class StackSettings:
     traffic: bool = True
     consumers: bool = True
     spark: str = "connect"  # one of SPARK_CHOICES
+    # Dagster's storage on the stack's own PostgreSQL server (OFFSET_PIPELINE_DAGSTER_STORAGE=postgres)
+    postgres: bool = False
 
     def __post_init__(self) -> None:
         if self.spark not in SPARK_CHOICES:
@@ -60,6 +63,7 @@ class StackSettings:
             base_dir=stack_dir(),
             seed=int(os.environ.get("OFFSET_PIPELINE_SEED", "7")),
             rate_scale=float(os.environ.get("OFFSET_PIPELINE_RATE_SCALE", "1.0")),
+            postgres=dagster_storage() == "postgres",
         )
 
 
@@ -87,6 +91,11 @@ class DevStack:
     def spark_connect(self) -> SparkConnectServer:
         """The long-lived Spark driver the sync runs connect to (``OFFSET_PIPELINE_SPARK_CONNECT_URL``)."""
         return SparkConnectServer(spark_connect_port(), self.run_dir)
+
+    @property
+    def postgres(self) -> LocalPostgres:
+        """The PostgreSQL server holding Dagster's storage when ``settings.postgres`` (``.devstack/postgres``)."""
+        return LocalPostgres(self.settings.base_dir / "postgres")
 
     @property
     def spark_standalone(self) -> SparkStandalone:
@@ -171,6 +180,11 @@ class DevStack:
             echo(f"{spark.name:22} pid {pid}  {_how_started(*spark_before)}  {spark.url}  log {spark.process().log_path}")
         if standalone_before is not None:
             self.start_spark_standalone(echo, standalone_before)
+        if self.settings.postgres:
+            postgres, was_running = self.postgres, self.postgres.pid() is not None
+            pid = postgres.start()
+            echo(f"{postgres.name:22} pid {pid}  {'already running' if was_running else 'started'}  "
+                 f"{postgres.socket_dir}  log {postgres.log_path}")
 
     def _standalone_state(self) -> list[tuple[PartState, int | None]]:
         return [part.state() for part in self.spark_standalone.parts()]
@@ -203,6 +217,9 @@ class DevStack:
             cluster = self.spark_standalone
             parts.append(("spark-standalone", lambda: any(p.pid() is None for p in cluster.parts()),
                           lambda: cluster.start()))
+        if self.settings.postgres:
+            postgres = self.postgres
+            parts.append((postgres.name, lambda: postgres.pid() is None, lambda: f"pid {postgres.start()}"))
         for name, is_down, start in parts:
             if not is_down():
                 continue
@@ -223,16 +240,19 @@ class DevStack:
             _reap_children()  # parts this process started and that died are zombies until reaped
             self.restart_dead(lambda line: echo(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}"))
 
-    def down(self, echo=print, grace_s: float = DOWN_GRACE_S) -> None:
+    def down(self, echo=print, grace_s: float = DOWN_GRACE_S, leave_postgres: bool = False) -> None:
         """Stop everything in two waves, each part of a wave in parallel, so a stop of ``bin/up``
         fits in 30 s: the Spark Connect server and the processes (which still reach the brokers
-        while they finish), then the clusters. A part still running ``grace_s`` after SIGTERM is
-        killed."""
+        while they finish), then the clusters and the PostgreSQL server. A part still running
+        ``grace_s`` after SIGTERM is killed. ``leave_postgres``: bin/up stops the PostgreSQL server
+        itself once Dagster has ended (Dagster's last writes, a run ending, go there)."""
         clients = [(self.spark_connect.name, self.spark_connect.process().stop)]
         # workers before their master, each in the first wave (whatever ``up`` started: down stops it all)
         clients += [(part.name, part.stop) for part in reversed(self.spark_standalone.parts())]
         clients += [(proc.name, proc.stop) for proc in reversed(self.processes())]
         brokers = [(f"cluster {cluster.spec.name}", cluster.stop) for cluster in reversed(self.clusters)]
+        if not leave_postgres:
+            brokers.append((self.postgres.name, self.postgres.stop))
         for wave in (clients, brokers):
             with ThreadPoolExecutor(max_workers=len(wave)) as pool:
                 stopped = list(pool.map(lambda part: part[1](timeout=grace_s), wave))
@@ -259,6 +279,8 @@ class DevStack:
             for part, (state, pid) in parts:
                 lines.append(f"{part.name:22} {_state_text(state, pid):16} log {part.log_path}")
             lines.append(f"{'spark-standalone':22} {standalone.master_url}  {alive}")
+        if self.settings.postgres or self.postgres.pid() is not None:
+            lines.append(self.postgres.status_line())
         return lines
 
     def clean(self, echo=print) -> None:

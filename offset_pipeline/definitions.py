@@ -27,6 +27,7 @@ from offset_pipeline.run_targets import (
 from offset_pipeline.settings import (
     KafkaSettings,
     Settings,
+    audit_schedule_cron,
     continuous_run_s,
     kafka_timeout_s,
     mirror_position_groups,
@@ -122,9 +123,10 @@ def latest_complete_day(scheduled: datetime) -> str:
 
 
 @dg.schedule(
-    job=offset_failover_audit_job, cron_schedule="20 0 * * *", execution_timezone="UTC",
+    job=offset_failover_audit_job, cron_schedule=audit_schedule_cron(), execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="Audits the latest complete UTC day, 20 minutes after midnight (its snapshots are all in).",
+    description="Audits the latest complete UTC day, by default 20 minutes after midnight (its snapshots are all "
+                "in; OFFSET_PIPELINE_AUDIT_SCHEDULE_CRON).",
 )
 def offset_failover_audit_schedule(context: dg.ScheduleEvaluationContext):
     day = latest_complete_day(context.scheduled_execution_time)

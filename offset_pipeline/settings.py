@@ -240,6 +240,24 @@ def audit_start_date(env: Mapping[str, str] | None = None) -> str:
     return text
 
 
+DEFAULT_AUDIT_SCHEDULE_CRON = "20 0 * * *"
+
+
+def audit_schedule_cron(env: Mapping[str, str] | None = None) -> str:
+    """``OFFSET_PIPELINE_AUDIT_SCHEDULE_CRON`` (UTC; default ``20 0 * * *``, 20 minutes after midnight,
+    when the day's snapshots are all in): when ``offset_failover_audit_schedule`` audits the latest
+    complete day. Checked at load time with Dagster's own test, so a value that passes is one the
+    schedule accepts; anything else fails, named."""
+    from dagster._utils.schedules import is_valid_cron_string
+
+    text = (_get(os.environ if env is None else env, "OFFSET_PIPELINE_AUDIT_SCHEDULE_CRON")
+            or DEFAULT_AUDIT_SCHEDULE_CRON).strip()
+    if not is_valid_cron_string(text):
+        raise ValueError(f"OFFSET_PIPELINE_AUDIT_SCHEDULE_CRON={text!r}: expected a cron schedule of five fields, "
+                         f"e.g. {DEFAULT_AUDIT_SCHEDULE_CRON!r}")
+    return text
+
+
 def mirror_writes_headers(env: Mapping[str, str] | None = None) -> bool:
     """``OFFSET_PIPELINE_MIRROR_WRITES_HEADERS``: the data mirrors mark every copy with its origin
     (``IDC``/``Offset`` headers, the devstack mirror). Default on. Off for a mirror that writes none
