@@ -18,11 +18,11 @@ A group reads 10 topics (so 5, 50, 150 and 500 groups, one real member each on i
 ids tagged with the size, the snapshot includes only the size's groups).
 
 Per size and engine, in a process of its own (``scale_cycles.py``): a warm-up cycle, then
-``--cycles`` measured ones: seconds per cycle (median), CPU-seconds of the process tree (driver,
+``--cycles`` measured ones (``--cycles-from-100k`` from 100k): seconds per cycle (median), CPU-seconds of the process tree (driver,
 Spark JVMs, executors, Python workers; with the standalone cluster its master and workers too; the
 brokers are not in it) and its peak RSS. The floor per size (``floor_reads.py``): the same Kafka
 lookups by a minimal sequential confluent-kafka script (snapshot's admin calls, translation reads,
-commit step's lookups), best of two.
+commit step's lookups), best of two (once from 100k).
 
 The standalone cluster (``devstack/spark_standalone.py``): a master and two 1-core workers, executors
 on the executor Python (``devstack/executor_python.py``), the project's code shipped with the job.
@@ -60,6 +60,7 @@ from floor_reads import run_floor, run_lookup_floor
 
 TOPICS, PARTITIONS, TOPICS_PER_GROUP = 100, 20, 10
 ENGINES = ("local", "standalone")
+LARGE = 100_000  # from this size: --cycles-from-100k measured cycles, the floor once
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,8 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1k,10k,30k,100k")
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--cycles", type=int, default=3, help="measured cycles per size and engine (after a warm-up)")
+    parser.add_argument("--cycles-from-100k", type=int, default=2, help="measured cycles at 100k and above")
     parser.add_argument("--records-per-partition", type=int, default=40, help="per producing cluster")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--read-threads", type=int, help="the translation's read_threads (default: its own)")
     parser.add_argument("--out", type=Path, default=BENCH_DIR / "results" / f"scale-curve-{date.today().isoformat()}")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -206,8 +209,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"set-up: {base.topics} topics x {PARTITIONS} partitions filled in {filled.seconds:.0f}s, "
                       f"mirrored in {mirror_s:.0f}s", flush=True)
                 for size in sizes:
+                    cycles = args.cycles if size < LARGE else args.cycles_from_100k
                     rows += measure_size(size, workloads[size], clusters, engines, standalone, executor_python, tmp,
-                                         args.cycles)
+                                         cycles, args.read_threads)
                     (args.out / "scale_curve.json").write_text(json.dumps(rows, indent=1))
                 print(f"total {time.monotonic() - started:.0f}s", flush=True)
         finally:
@@ -226,15 +230,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def measure_size(size: int, workload: SizedWorkload, clusters: ScratchClusters, engines: list[str], standalone,
-                 executor_python: str | None, tmp: Path, cycles: int) -> list[dict]:
+                 executor_python: str | None, tmp: Path, cycles: int, read_threads: int | None) -> list[dict]:
     with ActiveGroups(clusters, workload) as groups:
         print(f"[{size:,}] {workload.topics} topics x {workload.partitions} partitions x {workload.groups_per_topic} "
               f"groups per partition ({len(groups.members)} groups) ready in {groups.seconds:.0f}s", flush=True)
         floor_inputs = floor_partitions(clusters, workload, groups)
-        floor = min((run_floor(clusters.bootstraps, floor_inputs) for _ in range(2)), key=lambda f: f.seconds)
+        runs = 2 if size < LARGE else 1  # the floor at 100k takes over a minute
+        floor = min((run_floor(clusters.bootstraps, floor_inputs) for _ in range(runs)), key=lambda f: f.seconds)
         lookup_args = ({g.group_id: g.active for g in workload.groups()},
                        sorted({(fp.topic, fp.partition) for fp in floor_inputs}))
-        lookups = min((run_lookup_floor(clusters.bootstraps, *lookup_args) for _ in range(2)),
+        lookups = min((run_lookup_floor(clusters.bootstraps, *lookup_args) for _ in range(runs)),
                       key=lambda f: f.snapshot_seconds + f.commit_seconds)
         parts = {"snapshot": lookups.snapshot_seconds, "translation": floor.seconds, "commit": lookups.commit_seconds}
         floor_s = sum(parts.values())
@@ -248,9 +253,11 @@ def measure_size(size: int, workload: SizedWorkload, clusters: ScratchClusters, 
                 "master": master, "executor_python": executor_python if engine == "standalone" else None,
                 "group_include": workload.group_include, "topic_shapes": workload.shapes(),
                 "cycles": cycles, "extra_pids": extra, "decisions_log": str(tmp / f"decisions-{size}-{engine}.log"),
+                "read_threads": read_threads,
             }
             print(f"[{size:,}] {engine} ({master}):", flush=True)
             row = summarize(size, workload, engine, run_engine(engine, spec, tmp), floor_s, parts)
+            row["read_threads"] = read_threads or "default"
             if "error" not in row:
                 print(f"[{size:,}] {engine}: {row['seconds']:.2f}s per cycle, {row['ratio']:.2f}x floor, "
                       f"{row['cpu_per_1k']:.2f} CPU-s per 1k GP, peak RSS {row['peak_rss_mib']:.0f} MiB", flush=True)

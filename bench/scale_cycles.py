@@ -4,7 +4,8 @@
 
 SPEC: ``bootstraps`` (cluster -> bootstrap), ``dsn`` (chdb), ``master`` (``local[2]`` or
 ``spark://...``), ``executor_python`` (or null), ``group_include``, ``topic_shapes``, ``cycles``,
-``extra_pids`` (the standalone master and workers: their trees count too), ``decisions_log``.
+``extra_pids`` (the standalone master and workers: their trees count too), ``decisions_log``,
+``read_threads`` (optional: the translation's ``read_threads``).
 
 A warm-up cycle (session, JVM and Python workers start; first commits), then ``cycles`` measured
 ones: every asset of the ``offset_sync`` group through ``dg.materialize``, as ``cycle_benchmark.py``.
@@ -73,6 +74,8 @@ def main(spec_path: str, out_path: str) -> int:
         },
         "loggers": {"console": {"config": {"log_level": "WARNING"}}},
     }
+    if spec.get("read_threads"):
+        run_config["ops"]["offset_translations"]["config"]["read_threads"] = spec["read_threads"]
     instance = dg.DagsterInstance.ephemeral()
     tree = ProcessTree([os.getpid(), *spec["extra_pids"]])
     cycles = []

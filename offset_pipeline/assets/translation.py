@@ -103,6 +103,9 @@ class TranslationConfig(dg.Config):
     # writes none: one-way topics then go by timestamp search alone. Default from
     # OFFSET_PIPELINE_MIRROR_WRITES_HEADERS (on).
     mirror_writes_headers: bool = Field(default_factory=mirror_writes_headers)
+    # Kafka partitions each Spark task reads at once (threads, each with consumers of its own): a
+    # partition's reads are round trips, mostly waiting, so several in flight overlap their waits.
+    read_threads: int = Field(default=4, ge=1, le=32)
     # Shape detection for topics not in topic_shapes (sync/shape_step.py): how many topics are sampled
     # per cycle, how many newest records per sample, how long evidence counts, how many records per
     # cluster a one-way verdict needs. Off: unconfigured topics stay unknown (header anchors only).
@@ -192,7 +195,7 @@ def offset_translations(
 
 def _read_settings(config: TranslationConfig) -> ReadSettings:
     return ReadSettings(config.window, config.refine_window, config.kafka_timeout_s, config.read_budget_s,
-                        config.mirror_writes_headers)
+                        config.mirror_writes_headers, config.read_threads)
 
 
 def _detect_shapes(context: dg.AssetExecutionContext, config: TranslationConfig, client, snapshot_id: str,

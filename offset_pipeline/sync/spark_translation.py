@@ -19,6 +19,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from offset_pipeline.translation import (
@@ -227,6 +228,7 @@ def translate_groups(
     read_until: float | None = None,
     first_keys: Iterable[tuple] = (),
     salt: str = "",
+    read_threads: int = 1,
 ):
     """``work_df`` (:data:`WORK_SCHEMA`) to a DataFrame of :data:`RESULT_SCHEMA`, one row per input
     row. ``active_confs``: librdkafka client config per cluster name (plain dicts).
@@ -242,6 +244,7 @@ def translate_groups(
     ``translation_deferred``. ``first_keys`` are read first in their task (the keys deferred last
     cycle). ``salt`` (the cycle's id) moves keys between tasks from cycle to cycle, so a key never
     sits in a task that always starts late (tasks beyond the cores wait for a free one).
+    ``read_threads``: keys a task reads at once (:func:`translate_keyed_rows`).
     """
     from pyspark.sql import functions as F
 
@@ -260,7 +263,7 @@ def translate_groups(
         for rows in translate_keyed_rows(
             by_key, confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms, window=window,
             refine_window=refine_window, timeout_s=timeout_s, mirror_writes_headers=mirror_writes_headers,
-            read_until=read_until, first_keys=first,
+            read_until=read_until, first_keys=first, threads=read_threads,
         ):
             out += rows
             if len(out) >= _OUTPUT_BATCH_ROWS:
@@ -282,31 +285,44 @@ def translate_keyed_rows(
     read_until: float | None = None,
     first_keys: frozenset = frozenset(),
     clock: Callable[[], float] = time.time,
+    threads: int = 1,
     **reading: Any,
 ) -> Iterator[list[dict[str, Any]]]:
     """One task's work: the result rows of each key (:data:`PARTITION_KEY`) of ``by_key``, the
     ``first_keys`` first, the others in their given order. ``reading``: the read settings of
     :func:`translate_partition_rows` (window, refine_window, timeout_s, mirror_writes_headers).
 
+    ``threads`` > 1: that many keys are read at once, each by a thread with consumers of its own
+    (the pool's), started in the same order; results come back in that order. A key's reads are
+    round trips to the brokers (assign, fetch, offsets_for_times, unassign), mostly waiting, so keys
+    in flight together overlap their waits.
+
     Invariants: every input row gives exactly one result row; once ``clock()`` passes ``read_until``
-    no further partition is read, and the rows of every key not read yet are
-    ``translation_deferred`` with their anchors kept (no commit, nothing lost: the next cycle reads
-    them first).
+    no further partition is read (a key is checked when its read starts), and the rows of every key
+    not read yet are ``translation_deferred`` with their anchors kept (no commit, nothing lost: the
+    next cycle reads them first).
     """
     ordered = [k for k in by_key if k in first_keys] + [k for k in by_key if k not in first_keys]
-    for key in ordered:
+
+    def one(key: tuple) -> list[dict[str, Any]]:
         rows = by_key[key]
         if read_until is not None and clock() >= read_until:
             topic, partition, active, standby = key
-            yield untranslated_rows(
+            return untranslated_rows(
                 rows, TranslationStatus.TRANSLATION_DEFERRED,
                 f"the cycle's read budget ran out before {topic}[{partition}] ({active} -> {standby}) was read; "
                 "it is read first next cycle (OFFSET_PIPELINE_TRANSLATION_BUDGET_S)",
                 snapshot_id, cycle_time_ms,
             )
-            continue
-        yield translate_partition_rows(rows, active_confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
-                                       **reading)
+        return translate_partition_rows(rows, active_confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
+                                        **reading)
+
+    if threads <= 1 or len(ordered) <= 1:
+        for key in ordered:
+            yield one(key)
+        return
+    with ThreadPoolExecutor(max_workers=min(threads, len(ordered)), thread_name_prefix="translate-key") as pool:
+        yield from pool.map(one, ordered)
 
 
 #: One task reads one Kafka partition for all its groups: rows with the same key go to one task.

@@ -116,6 +116,35 @@ def parse_origin(headers: Headers, *, read_from: str, peer: str) -> Origin:
 
     Never raises: every shape of bad input maps to a :class:`MalformedHeader`.
     """
+    copied = _mirror_copy(headers, read_from, peer)
+    if copied is not None:
+        return copied
+    return _parse_any(headers, read_from=read_from, peer=peer)
+
+
+def _mirror_copy(headers: Headers, read_from: str, peer: str) -> CopiedFrom | None:
+    """The common case, decided without the general parse: exactly the two headers the mirror writes
+    (:func:`origin_headers`: ``IDC`` naming ``peer``, then a decimal ``Offset`` in range), as the
+    Kafka client hands them over (a list of (key, bytes) tuples). None for anything else, which the
+    general parse decides; where this answers, the general parse answers the same (tested)."""
+    if type(headers) is not list or len(headers) != 2 or peer == read_from:
+        return None
+    idc, offset = headers
+    if not (type(idc) is tuple and type(offset) is tuple and len(idc) == 2 and len(offset) == 2):
+        return None
+    if idc[0] != ORIGIN_CLUSTER_HEADER or offset[0] != ORIGIN_OFFSET_HEADER:
+        return None
+    raw_idc, raw_offset = idc[1], offset[1]
+    if type(raw_idc) is not bytes or type(raw_offset) is not bytes or not _DIGITS.fullmatch(raw_offset):
+        return None
+    if raw_idc != peer.encode("utf-8"):
+        return None
+    value = int(raw_offset)
+    return CopiedFrom(peer, value) if value <= MAX_OFFSET else None
+
+
+def _parse_any(headers: Headers, *, read_from: str, peer: str) -> Origin:
+    """:func:`parse_origin` for any input."""
     idc_values = _values(headers, ORIGIN_CLUSTER_HEADER)
     offset_values = _values(headers, ORIGIN_OFFSET_HEADER)
     if not idc_values and not offset_values:

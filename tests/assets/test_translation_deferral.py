@@ -47,12 +47,24 @@ def ticking(deadline_after: int):
     return lambda: float(next(counter)), float(deadline_after)
 
 
-def run(keys: dict, reads: int | None, first=frozenset()) -> list[dict]:
+def run(keys: dict, reads: int | None, first=frozenset(), threads: int = 1) -> list[dict]:
     clock, until = ticking(reads if reads is not None else 0)
     return [row for rows in translate_keyed_rows(
         keys, {}, snapshot_id="s", cycle_time_ms=0, read_until=until if reads is not None else None,
-        first_keys=frozenset(first), clock=clock,
+        first_keys=frozenset(first), clock=clock, threads=threads,
     ) for row in rows]
+
+
+@pytest.mark.parametrize("reads", [None, 0, 1, 3, 6])
+def test_keys_read_at_once_each_give_one_row_and_stop_at_the_budget(reads):
+    # Threads start keys in a racy order; what holds: one result row per work row, in the work's
+    # key order, and exactly as many keys read as the budget allows (each start asks the clock once).
+    keys = by_key([work_row(g, p) for p in range(6) for g in ("a", "b")])
+    out = run(keys, reads, threads=4)
+    assert [(r["partition"], r["group_id"]) for r in out] == [(p, g) for p in range(6) for g in ("a", "b")]
+    attempted = {r["partition"] for r in out if r["status"] == ATTEMPTED}
+    assert {r["partition"] for r in out if r["status"] == DEFERRED} == set(range(6)) - attempted
+    assert len(attempted) == (6 if reads is None else min(reads, 6))
 
 
 def key_of(partition: int) -> tuple:

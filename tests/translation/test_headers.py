@@ -17,7 +17,7 @@ from offset_pipeline.translation import (
     origin_headers,
     parse_origin,
 )
-from offset_pipeline.translation.headers import MAX_OFFSET
+from offset_pipeline.translation.headers import MAX_OFFSET, _parse_any
 
 ME, PEER = "idc1", "idc2"
 
@@ -132,3 +132,24 @@ def test_parsing_never_raises_and_only_valid_peer_copies_are_copies(headers):
         values = [v.encode() if isinstance(v, str) else v for k, v in headers if k == "Offset"]
         assert all(v == str(origin.offset).encode() or v.lstrip(b"0") == str(origin.offset).encode().lstrip(b"0")
                    for v in values)
+
+
+_mirror_like = st.lists(
+    st.tuples(st.sampled_from(["IDC", "Offset", "x"]),
+              st.one_of(st.sampled_from([b"idc1", b"idc2", b"7", b"007", b"-1", str(MAX_OFFSET + 1).encode()]),
+                        st.binary(max_size=4), st.text(max_size=4), st.none())),
+    min_size=2, max_size=2,
+)
+
+
+@settings(max_examples=500, database=None)
+@given(st.one_of(_mirror_like, st.lists(st.tuples(_header_key, _header_value), max_size=3)),
+       st.sampled_from([(ME, PEER), (PEER, ME), (ME, ME)]))
+def test_the_mirror_copy_shortcut_answers_as_the_general_parse(headers, sides):
+    read_from, peer = sides
+    assert parse_origin(headers, read_from=read_from, peer=peer) == _parse_any(headers, read_from=read_from, peer=peer)
+
+
+def test_the_mirror_copy_shortcut_takes_the_mirror_headers():
+    assert parse([("IDC", b"idc2"), ("Offset", b"0042")]) == CopiedFrom("idc2", 42)
+    assert parse([("IDC", b"idc1"), ("Offset", b"42")]).problem is HeaderProblem.SELF_ORIGIN
