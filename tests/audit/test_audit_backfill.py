@@ -1,6 +1,9 @@
 """Backfilling the failover audit over several days, through Dagster's own machinery (issue 6): the
-CLI's partition range (one run, the single-run backfill policy) and an asset backfill as the UI
-launches it, processed by a real ``dagster-daemon`` that launches the run."""
+CLI's partition range (one run, the single-run backfill policy), with what it audited.
+
+An asset backfill as the UI launches it, processed by a real ``dagster-daemon``, is tested where the
+daemon already runs: on PostgreSQL storage (tests/sensors/test_dagster_on_postgres.py: one run for
+the range) and launched from the UI of ``bin/up`` on SQLite (tests/ui/test_ui_runs.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -17,7 +19,6 @@ import pytest
 
 from devstack.paths import REPO_ROOT
 from offset_pipeline.resources import ClickHouseResource, close_embedded_clients
-from tests.conftest import stopped_by_sigterm
 from tests.audit.test_failover_audit import AuditStack, processed_up_to
 from tests.fast_forward.test_stale_fast_forward import mirrored, produce
 
@@ -63,7 +64,7 @@ def audited_days(chdb_dsn: str) -> dict[str, int]:
 
 
 def test_the_cli_audits_a_range_of_days_in_one_run(audited_world, chdb_dsn):
-    stack, env, home = audited_world
+    _stack, env, home = audited_world
     days = days_back(3)
     dagster = Path(sys.executable).with_name("dagster")
     done = subprocess.run(
@@ -79,44 +80,3 @@ def test_the_cli_audits_a_range_of_days_in_one_run(audited_world, chdb_dsn):
         assert (run.tags["dagster/asset_partition_range_start"], run.tags["dagster/asset_partition_range_end"]) == (
             days[0], days[-1])
     assert audited_days(chdb_dsn) == {days[-1]: 2}  # two snapshots today; the days before had none
-
-
-def test_an_asset_backfill_over_several_days_runs_through_the_daemon(audited_world, chdb_dsn, tmp_path):
-    from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
-    from dagster._core.utils import make_new_backfill_id
-
-    from offset_pipeline.definitions import defs
-
-    stack, env, home = audited_world
-    days = days_back(3)
-    # The daemon also runs the code location's sensors: their sync runs stay queued (limit 0), so
-    # no snapshot is added while the backfill runs; the audit's run has no such tag.
-    (home / "dagster.yaml").write_text(
-        "run_coordinator:\n  module: dagster.core.run_coordinator\n  class: QueuedRunCoordinator\n"
-        "  config:\n    tag_concurrency_limits:\n      - key: offset_pipeline/sync\n        limit: 0\n"
-        "telemetry:\n  enabled: false\n"
-    )
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        backfill = PartitionBackfill.from_asset_partitions(
-            backfill_id=make_new_backfill_id(), asset_graph=defs.resolve_asset_graph(), partition_names=days,
-            asset_selection=[dg.AssetKey("offset_failover_audit")], backfill_timestamp=time.time(), tags={},
-            dynamic_partitions_store=instance, all_partitions=False, title="audit backfill",
-            description="three days, as launched from the UI", run_config={"ops": {"offset_failover_audit": {
-                "config": CONFIG}}},
-        )
-        instance.add_backfill(backfill)
-        daemon = Path(sys.executable).with_name("dagster-daemon")
-        with stopped_by_sigterm([str(daemon), "run", "-w", str(REPO_ROOT / "workspace.yaml")],
-                                tmp_path / "daemon.log", env=env) as _:
-            deadline = time.monotonic() + 420
-            while time.monotonic() < deadline:
-                status = instance.get_backfill(backfill.backfill_id).status
-                if status not in (BulkActionStatus.REQUESTED,):
-                    break
-                time.sleep(2)
-        final = instance.get_backfill(backfill.backfill_id)
-        assert final.status is BulkActionStatus.COMPLETED_SUCCESS, (final.status, (tmp_path / "daemon.log").read_text()[-3000:])
-        runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill.backfill_id}))
-        assert len(runs) == 1 and runs[0].status is dg.DagsterRunStatus.SUCCESS  # the range in one run
-        assert runs[0].tags["dagster/asset_partition_range_start"] == days[0]
-    assert audited_days(chdb_dsn) == {days[-1]: 2}

@@ -200,7 +200,10 @@ def test_the_daemon_runs_sensors_schedule_and_a_backfill_on_postgres(own_pair, p
         final = wait_for(lambda: backfill_ended(instance, backfill_id), timeout=180, what="the audit backfill to end")
         assert final.status is BulkActionStatus.COMPLETED_SUCCESS, final.status
         backfill_runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
-        assert backfill_runs and all(r.status is dg.DagsterRunStatus.SUCCESS for r in backfill_runs)
+        # the audit's single-run backfill policy: the whole range in one run
+        assert [r.status for r in backfill_runs] == [dg.DagsterRunStatus.SUCCESS], backfill_runs
+        assert (backfill_runs[0].tags["dagster/asset_partition_range_start"],
+                backfill_runs[0].tags["dagster/asset_partition_range_end"]) == (backfill_days[0], backfill_days[-1])
         print(f"on PostgreSQL: standby commit {synced_s:.0f}s after the daemon's start, fast-forward at "
               f"{fast_forwarded_s:.0f}s, schedule and backfill by {time.monotonic() - daemon_started:.0f}s; "
               f"{len(runs_of(instance, SYNC_JOB))} sync runs")
