@@ -1,6 +1,9 @@
 """The main command's stack, end to end: `devstack up` brings clusters, mirrors, traffic, consumers
-and the Spark Connect server up; records flow both ways with origin headers; `status` and `down`
-tell the truth."""
+and the Spark Connect server up; records flow both ways with origin headers; `up` and `watch` restart
+exactly the parts that died; `status` and `down` tell the truth.
+
+One stack for the module (a whole stack start is the slow part), in the order a person meets it:
+up, crashes and restarts, down."""
 
 from __future__ import annotations
 
@@ -14,19 +17,17 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from devstack.liveness import pid_alive
 from devstack.mirror import ORIGIN_CLUSTER_HEADER
 from devstack.records import read_partition
-
-from devstack.liveness import pid_alive
-
 from tests.conftest import devstack_env, stopped_by_sigterm, wait_for
 
 pytestmark = pytest.mark.kafka
 
 
-@pytest.fixture
-def stack_env(tmp_path, kafka_jars):
-    env = devstack_env(tmp_path / "stack", kafka_jars, rate_scale=2.0)
+@pytest.fixture(scope="module")
+def stack_env(tmp_path_factory, kafka_jars):
+    env = devstack_env(tmp_path_factory.mktemp("stack"), kafka_jars, rate_scale=2.0)
     yield env
     subprocess.run([sys.executable, "-m", "devstack", "down"], env=env, timeout=120)
 
@@ -38,7 +39,7 @@ def devstack(env, *args, timeout=180):
     )
 
 
-def test_up_status_down(stack_env):
+def test_up_starts_every_part_and_records_flow_both_ways(stack_env):
     up = devstack(stack_env, "up")
     assert up.returncode == 0, up.stdout + up.stderr
     status = devstack(stack_env, "status").stdout
@@ -79,10 +80,6 @@ def test_up_status_down(stack_env):
     for name in ("idc1", "idc2"):
         wait_for(lambda: consumer_groups(bootstrap[name]), timeout=60, what=f"consumer groups on {name}")
 
-    down = devstack(stack_env, "down")
-    assert down.returncode == 0, down.stderr
-    after = devstack(stack_env, "status").stdout
-    assert "ready" not in after and "running pid" not in after, after
 
 
 def line_of(output: str, name: str) -> str:
@@ -90,8 +87,7 @@ def line_of(output: str, name: str) -> str:
 
 
 def test_up_restarts_exactly_the_dead_parts_and_watch_keeps_restarting_them(stack_env, tmp_path):
-    no_spark = "--no-spark-connect"  # the parts under test; Spark's restart is the same code path
-    up = devstack(stack_env, "up", no_spark)
+    up = devstack(stack_env, "up")  # the running stack (or a new one when this test runs alone)
     assert up.returncode == 0, up.stdout + up.stderr
     base = Path(stack_env["OFFSET_PIPELINE_DEVSTACK_DIR"])
     parts = ("mirror-idc1-to-idc2", "mirror-idc2-to-idc1", "traffic", "consumers")
@@ -108,7 +104,7 @@ def test_up_restarts_exactly_the_dead_parts_and_watch_keeps_restarting_them(stac
     for name in parts[1:]:
         assert f"running pid {pids[name]}" in line_of(status, name), status
 
-    again = devstack(stack_env, "up", no_spark)
+    again = devstack(stack_env, "up")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "restarted: it had died" in line_of(again.stdout, "cluster idc2"), again.stdout
     assert "restarted: it had died" not in line_of(again.stdout, "cluster idc1"), again.stdout
@@ -129,7 +125,7 @@ def test_up_restarts_exactly_the_dead_parts_and_watch_keeps_restarting_them(stac
     # watch: a part that dies (here the traffic program itself crashes) is restarted, and
     # SIGTERM stops the watch (exit 0), leaving the stack running.
     watch_log = tmp_path / "watch.log"
-    cmd = [sys.executable, "-m", "devstack", "watch", "--every", "2", no_spark]
+    cmd = [sys.executable, "-m", "devstack", "watch", "--every", "2"]
     with stopped_by_sigterm(cmd, watch_log, env=stack_env):
         wait_for(lambda: "watching the stack" in watch_log.read_text(), timeout=180, what="watch to start")
         traffic = pids["traffic"]
@@ -141,3 +137,15 @@ def test_up_restarts_exactly_the_dead_parts_and_watch_keeps_restarting_them(stac
     text = watch_log.read_text()
     assert "traffic is not running: restarting it" in text and "mirror" not in text.split("watching the stack", 1)[1]
     assert "=== exited with signal 9 at " in (base / "run" / "traffic.log").read_text()
+
+
+def test_down_stops_every_part_and_status_says_so(stack_env):
+    up = devstack(stack_env, "up")
+    assert up.returncode == 0, up.stdout + up.stderr
+    down = devstack(stack_env, "down")
+    assert down.returncode == 0, down.stderr
+    for part in ("cluster idc1", "cluster idc2", "mirror-idc1-to-idc2", "mirror-idc2-to-idc1", "traffic", "consumers",
+                 "spark-connect"):
+        assert f"stopped {part}" in down.stdout, down.stdout
+    after = devstack(stack_env, "status").stdout
+    assert "ready" not in after and "running pid" not in after, after
