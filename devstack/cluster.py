@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.errors import BrokerStartError, DevStackError
 from devstack.liveness import pid_alive, pid_runs
+from devstack.processes import log_file_tail
 
 LOG_TAIL_LINES = 40
 
@@ -183,11 +184,7 @@ class KafkaCluster:
         return self.spec.data_dir / "server.properties"
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return "(no broker log was written)"
-        return "\n".join(text.splitlines()[-lines:])
+        return log_file_tail(self.log_path, lines, "(no broker log was written)")
 
     def pid(self) -> int | None:
         try:

@@ -37,6 +37,7 @@ from urllib.parse import quote
 from devstack.errors import DevStackError
 from devstack.liveness import pid_alive, pid_runs
 from devstack.paths import stack_dir
+from devstack.processes import log_file_tail
 
 DATABASE = "dagster"  # Dagster's tables go into a database of their own, as on a real server
 SUPERUSER = "postgres"
@@ -149,11 +150,7 @@ class LocalPostgres:
 
     # -- files ------------------------------------------------------------------------------
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return "(no server log was written)"
-        return "\n".join(text.splitlines()[-lines:])
+        return log_file_tail(self.log_path, lines, "(no server log was written)")
 
     def _recorded_pid(self) -> int | None:
         try:

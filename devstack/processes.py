@@ -118,8 +118,13 @@ class ManagedProcess:
         return True
 
     def log_tail(self, lines: int = 30) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return "(no log was written)"
-        return "\n".join(text.splitlines()[-lines:])
+        return log_file_tail(self.log_path, lines)
+
+
+def log_file_tail(path: Path, lines: int, missing: str = "(no log was written)") -> str:
+    """The last ``lines`` lines of a part's log, for an error message; ``missing`` when there is none."""
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return missing
+    return "\n".join(text.splitlines()[-lines:])

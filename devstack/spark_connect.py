@@ -34,7 +34,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from devstack.cluster import port_in_use, find_java
+from devstack.cluster import find_java, port_in_use
 from devstack.errors import DevStackError
 from devstack.processes import ManagedProcess
 
@@ -171,11 +171,7 @@ class SparkConnectServer:
         return f"{self.name:22} {running:16} {state:22} {self.address}  log {self.process().log_path}"
 
     def log_tail(self, lines: int = 30) -> str:
-        try:
-            text = self.process().log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return "(no log was written)"
-        return "\n".join(text.splitlines()[-lines:])
+        return self.process().log_tail(lines)
 
 
 def session_answers(url: str, timeout_s: float = 30.0) -> bool:
