@@ -127,7 +127,9 @@ def test_one_run_follows_the_group_commit_after_commit(kafka_pair, chdb_dsn, one
     revisits = sum(v for k, v in meta.items() if k.startswith("revisited_"))
     assert meta["revisited_new"] >= PARTITIONS and revisits >= 3 * PARTITIONS
     assert meta["partitions_written"] >= 3 * PARTITIONS
-    assert meta["checkpoints"] >= 3 and meta["checkpoints_skipped"] == 0
+    # the first cycle's checkpoint and the last one at least; how many periodic ones fit between depends
+    # on how long this machine takes for the first cycle (a count here would be a timed assertion)
+    assert meta["checkpoints"] >= 2 and meta["checkpoints_skipped"] == 0
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert checks["no_loss"].passed and checks["no_loss"].metadata["written_partitions"].value >= 3 * PARTITIONS
     assert checks["sync_freshness"].passed and checks["clusters_readable"].passed
