@@ -119,7 +119,7 @@ def parse_origin(headers: Headers, *, read_from: str, peer: str) -> Origin:
     copied = _mirror_copy(headers, read_from, peer)
     if copied is not None:
         return copied
-    return _parse_any(headers, read_from=read_from, peer=peer)
+    return parse_origin_general(headers, read_from=read_from, peer=peer)
 
 
 def _mirror_copy(headers: Headers, read_from: str, peer: str) -> CopiedFrom | None:
@@ -143,8 +143,8 @@ def _mirror_copy(headers: Headers, read_from: str, peer: str) -> CopiedFrom | No
     return CopiedFrom(peer, value) if value <= MAX_OFFSET else None
 
 
-def _parse_any(headers: Headers, *, read_from: str, peer: str) -> Origin:
-    """:func:`parse_origin` for any input."""
+def parse_origin_general(headers: Headers, *, read_from: str, peer: str) -> Origin:
+    """:func:`parse_origin` for any input, without the shortcut (what the shortcut is tested against)."""
     idc_values = _values(headers, ORIGIN_CLUSTER_HEADER)
     offset_values = _values(headers, ORIGIN_OFFSET_HEADER)
     if not idc_values and not offset_values:

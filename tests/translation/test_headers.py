@@ -17,7 +17,7 @@ from offset_pipeline.translation import (
     origin_headers,
     parse_origin,
 )
-from offset_pipeline.translation.headers import MAX_OFFSET, _parse_any
+from offset_pipeline.translation.headers import MAX_OFFSET, parse_origin_general
 
 ME, PEER = "idc1", "idc2"
 
@@ -147,7 +147,7 @@ _mirror_like = st.lists(
        st.sampled_from([(ME, PEER), (PEER, ME), (ME, ME)]))
 def test_the_mirror_copy_shortcut_answers_as_the_general_parse(headers, sides):
     read_from, peer = sides
-    assert parse_origin(headers, read_from=read_from, peer=peer) == _parse_any(headers, read_from=read_from, peer=peer)
+    assert parse_origin(headers, read_from=read_from, peer=peer) == parse_origin_general(headers, read_from=read_from, peer=peer)
 
 
 def test_the_mirror_copy_shortcut_takes_the_mirror_headers():
