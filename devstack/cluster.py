@@ -79,6 +79,10 @@ class ClusterSpec:
     heap: str = "1g"
     # Extra broker settings; they override the defaults below (tests use this to break things).
     overrides: dict[str, str] = field(default_factory=dict)
+    # Extra arguments of the storage format (a secure cluster's ``--add-scram`` credentials) and the
+    # librdkafka settings the harness's own readiness probe needs to be let in (devstack/secure_cluster.py).
+    format_args: tuple[str, ...] = field(default=(), repr=False)
+    client_config: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -229,7 +233,7 @@ class KafkaCluster:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         cmd = self._java_command(
             java, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",  # ids may start with '-'
-            "-c", str(self._properties_path)
+            "-c", str(self._properties_path), *self.spec.format_args
         )
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0:
@@ -271,7 +275,8 @@ class KafkaCluster:
 
     def _metadata_ok(self, request_timeout: float = 2.0) -> bool:
         admin = AdminClient(
-            {"bootstrap.servers": self.spec.bootstrap_servers, "socket.connection.setup.timeout.ms": 2000, "log_level": 0}
+            {"bootstrap.servers": self.spec.bootstrap_servers, "socket.connection.setup.timeout.ms": 2000, "log_level": 0,
+             **self.spec.client_config}
         )
         try:
             metadata = admin.list_topics(timeout=request_timeout)

@@ -66,6 +66,12 @@ log = logging.getLogger("offset_pipeline.mirror")
 class MirrorEndpoint:
     name: str
     bootstrap_servers: str
+    # librdkafka settings of this cluster beyond its address (a secure cluster's SASL_SSL login and
+    # CA, devstack/secure_cluster.py); kept out of the repr: it may hold a password.
+    client_config: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def settings(self) -> dict[str, str]:
+        return {"bootstrap.servers": self.bootstrap_servers, **self.client_config}
 
 
 @dataclass
@@ -195,13 +201,13 @@ class DataMirror:
             "log_level": 3, "reconnect.backoff.ms": 1000, "reconnect.backoff.max.ms": 5000,
             **config.extra_client_config,
         }
-        self._source_admin = AdminClient({"bootstrap.servers": config.source.bootstrap_servers, **self._common})
-        self._target_admin = AdminClient({"bootstrap.servers": config.target.bootstrap_servers, **self._common})
+        self._source_admin = AdminClient({**config.source.settings(), **self._common})
+        self._target_admin = AdminClient({**config.target.settings(), **self._common})
         # Partitions are assigned by the mirror itself (no group membership on the source), so
         # the group metadata sent with each transaction carries no generation to validate.
         self._consumer = Consumer(
             {
-                "bootstrap.servers": config.source.bootstrap_servers,
+                **config.source.settings(),
                 "group.id": config.group_id,
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
@@ -219,7 +225,7 @@ class DataMirror:
         # reads: it never subscribes nor commits.
         self._position_reader = Consumer(
             {
-                "bootstrap.servers": config.target.bootstrap_servers,
+                **config.target.settings(),
                 "group.id": config.group_id,
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",
@@ -244,7 +250,7 @@ class DataMirror:
     def _new_producer(self) -> Producer:
         return Producer(
             {
-                "bootstrap.servers": self.config.target.bootstrap_servers,
+                **self.config.target.settings(),
                 "transactional.id": self.config.transactional_id,
                 "enable.idempotence": True,
                 "acks": "all",

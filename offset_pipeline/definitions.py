@@ -51,6 +51,7 @@ def _kafka(settings: KafkaSettings) -> KafkaClusterResource:
         sasl_mechanism=settings.sasl_mechanism,
         sasl_username=settings.sasl_username,
         sasl_password=_secret(settings.sasl_password_env),
+        ssl_ca_location=settings.ssl_ca_location,
         # librdkafka's own request and socket bounds follow OFFSET_PIPELINE_KAFKA_TIMEOUT_S
         request_timeout_ms=int(kafka_timeout_s() * 1000),
         socket_timeout_ms=int(kafka_timeout_s() * 1000),

@@ -50,6 +50,7 @@ class KafkaSettings:
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
     sasl_password_env: str | None = None  # name of the variable holding the password, if set
+    ssl_ca_location: str | None = None  # PEM file of the brokers' CA (a path, not a secret)
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ def _kafka_settings(env: Mapping[str, str], name: str) -> KafkaSettings:
         sasl_mechanism=_get(env, prefix + "SASL_MECHANISM"),
         sasl_username=_get(env, prefix + "SASL_USERNAME"),
         sasl_password_env=password_var if _get(env, password_var) else None,
+        ssl_ca_location=_get(env, prefix + "SSL_CA_LOCATION"),
     )
 
 

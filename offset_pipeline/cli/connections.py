@@ -16,6 +16,7 @@ def kafka_clusters() -> dict[str, KafkaClusterResource]:
             cluster_name=k.cluster_name, bootstrap_servers=k.bootstrap_servers, security_protocol=k.security_protocol,
             sasl_mechanism=k.sasl_mechanism, sasl_username=k.sasl_username,
             sasl_password=os.environ.get(k.sasl_password_env) if k.sasl_password_env else None,
+            ssl_ca_location=k.ssl_ca_location,
             request_timeout_ms=int(kafka_timeout_s() * 1000), socket_timeout_ms=int(kafka_timeout_s() * 1000),
         )
     return out

@@ -34,6 +34,10 @@ class KafkaClusterResource(dg.ConfigurableResource):
     sasl_mechanism: Optional[str] = None
     sasl_username: Optional[str] = None
     sasl_password: Optional[str] = None  # a secret: pass dg.EnvVar(...), never a literal
+    # PEM file of the CA(s) that signed the brokers' certificates (librdkafka ssl.ca.location), for
+    # SSL/SASL_SSL; unset: the system's CA store. A path on every host that runs a Kafka client
+    # (Spark executors included), not the certificate itself.
+    ssl_ca_location: Optional[str] = None
     client_id: str = "offset-pipeline"
     request_timeout_ms: int = 10000
     socket_timeout_ms: int = 10000
@@ -55,11 +59,12 @@ class KafkaClusterResource(dg.ConfigurableResource):
             "socket.timeout.ms": self.socket_timeout_ms,
             "log_level": QUIET_LOG_LEVEL,
         }
-        # Only keys with values: a PLAINTEXT cluster gets no sasl.* settings at all.
+        # Only keys with values: a PLAINTEXT cluster gets no sasl.* or ssl.* settings at all.
         for key, value in (
             ("sasl.mechanism", self.sasl_mechanism),
             ("sasl.username", self.sasl_username),
             ("sasl.password", self.sasl_password),
+            ("ssl.ca.location", self.ssl_ca_location),
         ):
             if value:
                 config[key] = value

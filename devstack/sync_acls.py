@@ -1,0 +1,103 @@
+"""The least Kafka rights the sync principal needs for a sync cycle, as ACLs: created with the
+AdminClient on a secure dev cluster, and written as the equivalent ``kafka-acls.sh`` commands
+(README, "Connecting to secured clusters").
+
+Found by running a sync cycle as that principal on a secure broker (tests/secure/) and adding only
+what it was refused. Per cluster, for the topics it syncs and the groups it syncs, plus the
+mirror's position group on the cluster that holds it:
+
+* topics: ``READ`` (the records it reads to translate; a group commit needs it too) and
+  ``DESCRIBE_CONFIGS`` (``message.timestamp.type``; refused, both clusters read as unavailable);
+* groups: ``READ`` (the standby commit; refused, the commit is decided but not applied);
+* ``DESCRIBE`` (metadata, list offsets, offset fetch, the group listing and descriptions) is not
+  granted on its own: Kafka implies it from ``READ``, and the cycle commits without it (tried);
+* groups named ``offset-pipeline-``...: ``DESCRIBE``. The sync's own record readers are consumers
+  that only ``assign`` (never join nor commit), but librdkafka still looks up the coordinator of
+  their group (``offset-pipeline-reads-<uuid>``, ``offset-pipeline-shape-sample-<uuid>``), and
+  refused, every read fails with ``GROUP_AUTHORIZATION_FAILED``. The mirror's default position groups
+  (``offset-pipeline-mirror.<source>-to-<target>``, only read) are under that prefix too;
+* a mirror position group named otherwise (``OFFSET_PIPELINE_MIRROR_POSITIONS``): ``DESCRIBE``.
+
+Nothing on the cluster resource: the group listing answers with the groups the principal may
+describe, and every other call names its topic or group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: The prefix of the groups the sync's own clients use (readers, shape samples) and of the devstack
+#: mirror's position groups.
+OWN_GROUPS = "offset-pipeline-"
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+
+@dataclass(frozen=True)
+class Right:
+    """Some operations on the topics or groups named ``name`` (a name, or a prefix)."""
+
+    resource: str  # "topic" or "group"
+    name: str
+    prefixed: bool
+    operations: tuple[str, ...]  # AclOperation names: "DESCRIBE", "READ", ...
+
+
+def sync_rights(topics: str, groups: str, mirror_position_group: str | None = None, *,
+                prefixed: bool = True) -> list[Right]:
+    """The sync's rights on one cluster: topics and groups named by ``topics`` and ``groups``
+    (prefixes unless ``prefixed`` is False), its own groups, and ``DESCRIBE`` on the mirror's
+    position group kept on this cluster when that is not one of :data:`OWN_GROUPS`."""
+    rights = [
+        Right("topic", topics, prefixed, ("READ", "DESCRIBE_CONFIGS")),
+        Right("group", groups, prefixed, ("READ",)),
+        Right("group", OWN_GROUPS, True, ("DESCRIBE",)),
+    ]
+    if mirror_position_group and not mirror_position_group.startswith(OWN_GROUPS):
+        rights.append(Right("group", mirror_position_group, False, ("DESCRIBE",)))
+    return rights
+
+
+def acl_bindings(principal: str, rights: list[Right]) -> list[AclBinding]:
+    return [
+        AclBinding(ResourceType[right.resource.upper()], right.name,
+                   ResourcePatternType.PREFIXED if right.prefixed else ResourcePatternType.LITERAL,
+                   principal, "*", AclOperation[operation], AclPermissionType.ALLOW)
+        for right in rights for operation in right.operations
+    ]
+
+
+def grant(admin_config: dict, principal: str, rights: list[Right], timeout_s: float = 30.0) -> None:
+    """Create the ACLs (as a principal allowed to, e.g. a super user); raises naming a refused one."""
+    admin = AdminClient(admin_config)
+    for binding, future in admin.create_acls(acl_bindings(principal, rights), request_timeout=timeout_s).items():
+        try:
+            future.result(timeout=timeout_s)
+        except KafkaException as exc:
+            raise RuntimeError(f"creating ACL {binding} failed: {exc.args[0] if exc.args else exc}") from exc
+
+
+def kafka_acls_commands(principal: str, rights: list[Right], *, bootstrap: str = "$BOOTSTRAP",
+                        admin_config_file: str = "admin.properties") -> list[str]:
+    """The same rights as ``kafka-acls.sh`` commands, one per right."""
+    commands = []
+    for right in rights:
+        operations = " ".join(f"--operation {_cli_operation(op)}" for op in right.operations)
+        pattern = " --resource-pattern-type prefixed" if right.prefixed else ""
+        commands.append(
+            f"kafka-acls.sh --bootstrap-server {bootstrap} --command-config {admin_config_file} "
+            f"--add --allow-principal {principal} {operations} --{right.resource} '{right.name}'{pattern}"
+        )
+    return commands
+
+
+def _cli_operation(operation: str) -> str:
+    return "".join(word.capitalize() for word in operation.split("_"))  # DESCRIBE_CONFIGS -> DescribeConfigs
