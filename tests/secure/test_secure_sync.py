@@ -1,0 +1,197 @@
+"""A sync cycle against secure clusters (issue 18): SASL_SSL, SCRAM-SHA-512, ACLs enforced, run as
+the ``sync`` principal holding only the rights of devstack/sync_acls.py; its settings come from the
+environment, as in production (``OFFSET_PIPELINE_<CLUSTER>_...``, the password through dg.EnvVar)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+
+import dagster as dg
+import pytest
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from devstack.mirror import DataMirror, MirrorConfig
+from devstack.secure_cluster import SCRAM_MECHANISM, SYNC_USER
+from devstack.sync_acls import grant, sync_rights
+from offset_pipeline.definitions import build_resources
+from offset_pipeline.settings import read_settings
+from tests.assets.test_outages import SYNC_ASSETS
+from tests.conftest import wait_for
+
+pytestmark = pytest.mark.kafka
+
+PARTITIONS, RECORDS, COMMITTED = 2, 20, 10
+TOPICS, GROUPS = "sec.", "sec-"  # the prefixes the sync principal is granted
+CLUSTERS = ("idc1", "idc2")
+
+
+def grant_sync_rights(pair) -> None:
+    """The sync's rights on each cluster, the mirror's position group there (the other cluster's
+    copies into it) included."""
+    for name, other in zip(CLUSTERS, reversed(CLUSTERS)):
+        position_group = MirrorConfig(pair.admin_endpoint(other), pair.admin_endpoint(name)).group_id
+        grant(pair.admin_config(name), f"User:{SYNC_USER}", sync_rights(TOPICS, GROUPS, position_group))
+
+
+def sync_environment(pair, monkeypatch) -> None:
+    """The product's settings for both secure clusters, as an operator would export them."""
+    for name in CLUSTERS:
+        access, prefix = pair.access[name], f"OFFSET_PIPELINE_{name.upper()}_"
+        for key, value in {"BOOTSTRAP": access.bootstrap_servers, "SECURITY_PROTOCOL": "SASL_SSL",
+                           "SASL_MECHANISM": SCRAM_MECHANISM, "SASL_USERNAME": SYNC_USER,
+                           "SASL_PASSWORD": access.passwords[SYNC_USER],
+                           "SSL_CA_LOCATION": str(access.ca_pem)}.items():
+            monkeypatch.setenv(prefix + key, value)
+
+
+def produce(config: dict, topic: str) -> None:
+    producer = Producer(config)
+    for p in range(PARTITIONS):
+        for i in range(RECORDS):
+            producer.produce(topic, value=f"{p}-{i}".encode(), partition=p)
+    assert producer.flush(30) == 0, "records left unsent"
+
+
+def log_end(config: dict, topic: str, partition: int) -> int:
+    consumer = Consumer({**config, "group.id": "sec-probe"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)[1]
+    finally:
+        consumer.close()
+
+
+def mirrored_one_way(pair, topic: str) -> None:
+    """``topic`` on both clusters, ``RECORDS`` per partition produced on idc1 and copied to idc2 by
+    the data mirror (logged in as admin), which then stops."""
+    for name in CLUSTERS:
+        admin = pair.admin(name)
+        admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS)])[topic].result(timeout=30)
+    produce(pair.admin_config("idc1"), topic)
+    stop = threading.Event()
+    mirror = DataMirror(MirrorConfig(pair.admin_endpoint("idc1"), pair.admin_endpoint("idc2"),
+                                     topic_pattern=rf"^{topic.replace('.', '[.]')}$", metadata_refresh_s=0.5))
+    thread = threading.Thread(target=mirror.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        for p in range(PARTITIONS):  # the copies and the mirror's commit marker
+            wait_for(lambda p=p: log_end(pair.admin_config("idc2"), topic, p) > RECORDS, timeout=60,
+                     what=f"{topic}[{p}] mirrored to idc2")
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+@contextmanager
+def live_member(config: dict, group: str, topic: str, offset: int):
+    """A member of ``group`` on its active cluster (logged in as admin: the application), which
+    commits ``offset`` on every partition and keeps polling, as a consumer would, until the end."""
+    consumer = Consumer({**config, "group.id": group, "enable.auto.commit": False, "auto.offset.reset": "latest"})
+    assigned, stop, lock = threading.Event(), threading.Event(), threading.Lock()
+    consumer.subscribe([topic], on_assign=lambda c, parts: assigned.set())
+    wait_for(lambda: consumer.poll(0.2) is None and assigned.is_set(), timeout=30, what=f"{group} assigned")
+    deadline = time.monotonic() + 30
+    while True:  # retried while the group coordinator of a fresh cluster still loads
+        try:
+            consumer.commit(offsets=[TopicPartition(topic, p, offset) for p in range(PARTITIONS)], asynchronous=False)
+            break
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+    def keep_polling():
+        while not stop.is_set():
+            with lock:
+                consumer.poll(0.1)
+
+    thread = threading.Thread(target=keep_polling, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        consumer.close()
+
+
+def committed(config: dict, group: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({**config, "group.id": group})
+    try:
+        answer = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
+        return {tp.partition: tp.offset for tp in answer if tp.offset >= 0}
+    finally:
+        consumer.close()
+
+
+def run_cycle(resources: dict, group: str, topic: str) -> dg.ExecuteInProcessResult:
+    timeout = {"kafka_timeout_s": 10.0}
+    return dg.materialize(SYNC_ASSETS, resources=resources, instance=dg.DagsterInstance.ephemeral(), run_config={
+        "ops": {
+            "offset_snapshot": {"config": {"group_include": f"^{group}$", **timeout}},
+            "offset_translations": {"config": {"topic_shapes": {topic: "one_way:idc1"}, **timeout}},
+            "offset_standby_commits": {"config": timeout},
+        }})
+
+
+def decisions(resources: dict, result) -> dict[int, tuple]:
+    client = resources["clickhouse"].get_client()
+    return {r[0]: r[1:] for r in client.query(
+        "SELECT partition, decision, applied FROM offset_commits WHERE snapshot_id = {s:String}",
+        parameters={"s": result.run_id}).result_rows}
+
+
+def test_an_interval_cycle_as_the_minimal_sync_principal_commits_the_standby_offset(secure_pair, chdb_dsn,
+                                                                                  monkeypatch):
+    topic, group = f"{TOPICS}{uuid.uuid4().hex[:8]}", f"{GROUPS}{uuid.uuid4().hex[:8]}"
+    mirrored_one_way(secure_pair, topic)
+    grant_sync_rights(secure_pair)
+    sync_environment(secure_pair, monkeypatch)
+    monkeypatch.setenv("OFFSET_PIPELINE_CLICKHOUSE_DSN", chdb_dsn)
+    # This test is about rights, not speed: on a loaded 2-core machine local Spark's start alone
+    # spent the default 60 s read budget once (translation_deferred, nothing committed).
+    monkeypatch.setenv("OFFSET_PIPELINE_TRANSLATION_BUDGET_S", "180")
+    monkeypatch.setenv("OFFSET_PIPELINE_SPARK_TIMEOUT_S", "240")
+    resources = build_resources(read_settings())
+    assert resources["idc1"].client_config()["sasl.username"] == SYNC_USER
+    with live_member(secure_pair.admin_config("idc1"), group, topic, COMMITTED):
+        result = run_cycle(resources, group, topic)
+
+    assert result.success
+    assert {c.check_name: c.passed for c in result.get_asset_check_evaluations()}["clusters_readable"]
+    assert decisions(resources, result) == {p: ("commit", True) for p in range(PARTITIONS)}
+    # one-way, exact: the copy of record 10 on idc2, read back independently as admin
+    assert committed(secure_pair.admin_config("idc2"), group, topic) == {p: COMMITTED for p in range(PARTITIONS)}
+
+
+def test_the_sync_principal_is_refused_outside_its_rights_and_plaintext_is_refused(secure_pair):
+    grant_sync_rights(secure_pair)
+    other_topic = f"other.{uuid.uuid4().hex[:8]}"
+    admin = secure_pair.admin("idc1")
+    admin.create_topics([NewTopic(other_topic, num_partitions=1)])[other_topic].result(timeout=30)
+    sync = {**secure_pair.access["idc1"].client_config(SYNC_USER), "log_level": 3}
+
+    sync_admin = AdminClient(sync)
+    assert other_topic not in sync_admin.list_topics(timeout=10).topics  # the broker hides what it may not see
+    assert other_topic in admin.list_topics(timeout=10).topics
+    other_group = f"other-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(KafkaException) as refused:
+        sync_admin.describe_consumer_groups([other_group], request_timeout=10)[other_group].result(timeout=15)
+    assert refused.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+
+    plaintext = Consumer({"bootstrap.servers": secure_pair.access["idc1"].bootstrap_servers, "group.id": "sec-x",
+                          "log_level": 0, "socket.connection.setup.timeout.ms": 2000})
+    try:
+        with pytest.raises(KafkaException):
+            plaintext.list_topics(timeout=3)
+    finally:
+        plaintext.close()
