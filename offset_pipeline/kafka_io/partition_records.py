@@ -62,30 +62,31 @@ import bisect
 import dataclasses
 import time
 import uuid
+from collections.abc import Callable, Generator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from typing_extensions import Self
 
 from offset_pipeline.kafka_io.consumer_pool import ConsumerPool
 from offset_pipeline.kafka_io.record_identity import record_identity
-from offset_pipeline.translation.facts import CaughtUpPoint, PartitionFacts, RecordFact, TimestampFacts, TimestampType
+from offset_pipeline.kafka_io.record_pass import (
+    RawRead,
+    RawReadResult,
+    fetch_one,
+    retry,
+)
+from offset_pipeline.translation.facts import (
+    CaughtUpPoint,
+    PartitionFacts,
+    RecordFact,
+    TimestampFacts,
+    TimestampType,
+)
 from offset_pipeline.translation.result import Anchor
 from offset_pipeline.translation.shape import TopicShape
-
-# Errors that pass quickly, retried within the call's bound: right after a topic is created its
-# leader may not be known yet; right after a broker restarts, a pooled consumer still holds the
-# old leader epoch (FENCED_LEADER_EPOCH, "Leader epoch is older than broker epoch", until its
-# metadata is refreshed) and a new leader may not offer offsets yet (OFFSET_NOT_AVAILABLE). Without
-# these, the first cycle after a broker's return read some partitions as cluster_unavailable.
-_TRANSIENT = {
-    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
-    KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE,
-}
-_BATCH = 500
-# A read that got nothing for this long asks the broker for the last stable offset (see module doc).
-# Short: the consumer fetches back to back meanwhile. Too short only costs a needless request.
-_STALL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -220,63 +221,137 @@ class LeasedConsumers:
             TopicPartition(self.topic, partition), timeout=timeout_s, cached=False
         )
 
-    def __enter__(self) -> "LeasedConsumers":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc):
         return self._leases.__exit__(*exc)
 
 
-def _retry(call, deadline: float):
-    while True:
-        try:
-            return call()
-        except KafkaException as exc:
-            if exc.args[0].code() not in _TRANSIENT or time.monotonic() > deadline:
-                raise
-            time.sleep(0.25)
+@dataclass(frozen=True, eq=False)
+class TimestampLookup:
+    """``offsets_for_times`` of one timestamp in one partition, on ``side``'s consumer."""
+
+    side: str
+    conf: dict | None
+    topic: str
+    partition: int
+    timestamp: int
+    deadline: float
 
 
-def _stable_offset(consumer: Consumer, tp: TopicPartition, deadline: float) -> int:
-    """The last stable offset (a read_committed consumer's high watermark), asked of the broker."""
-    remaining = max(1.0, deadline - time.monotonic())
-    _, high = _retry(lambda: consumer.get_watermark_offsets(tp, timeout=remaining, cached=False), deadline)
-    return high
+@dataclass(frozen=True, eq=False)
+class TopicMetadataLookup:
+    """Whether ``topic`` exists on ``side``'s cluster, and its partition count (None if it does not)."""
+
+    side: str
+    conf: dict | None
+    topic: str
+    deadline: float
+
+
+ReadRequest = RawRead | TimestampLookup | TopicMetadataLookup
+
+
+def drive(steps: Generator[ReadRequest, Any, Any], answer: Callable[[ReadRequest], Any]):
+    """Run the read generator ``steps`` to its return value, answering each request it yields with
+    ``answer(request)``; an exception of ``answer`` is raised inside the generator at that request."""
+    try:
+        request = next(steps)
+        while True:
+            try:
+                reply = answer(request)
+            except Exception as exc:  # noqa: BLE001 - the reads decide what an error means
+                request = steps.throw(exc)
+            else:
+                request = steps.send(reply)
+    except StopIteration as done:
+        return done.value
+
+
+def lookup_timestamp(consumer: Consumer, req: TimestampLookup) -> int | None:
+    """The standby's answer to one ``offsets_for_times`` (None: no record at or after it)."""
+
+    def ask():
+        remaining = max(1.0, req.deadline - time.monotonic())
+        answer = consumer.offsets_for_times([TopicPartition(req.topic, req.partition, req.timestamp)],
+                                            timeout=remaining)[0]
+        if answer.error is not None:  # the partition's own error: retried as the call's when transient
+            raise KafkaException(answer.error)
+        return answer
+
+    answer = retry(ask, req.deadline)
+    return answer.offset if answer.offset >= 0 else None
+
+
+class DirectReads:
+    """Answers read requests one at a time with the consumers of one :class:`LeasedConsumers`."""
+
+    def __init__(self, clients: LeasedConsumers):
+        self.clients = clients
+
+    def __call__(self, req: ReadRequest):
+        consumer = self.clients.get(req.side, req.conf)
+        if isinstance(req, RawRead):
+            return fetch_one(consumer, req)
+        if isinstance(req, TimestampLookup):
+            return lookup_timestamp(consumer, req)
+        return topic_metadata(consumer, req.topic, max(1.0, req.deadline - time.monotonic()))
+
+
+class _OwnConsumer:
+    """:class:`DirectReads` for a reader given its consumer (reads outside the translation)."""
+
+    def __init__(self, consumer: Consumer):
+        self.consumer = consumer
+
+    def __call__(self, req: ReadRequest):
+        if not isinstance(req, RawRead):
+            raise TypeError(f"a reader's own consumer answers passes only, not {type(req).__name__}")
+        return fetch_one(self.consumer, req)
 
 
 class PartitionReader:
-    """Forward reads of one partition with one consumer, re-assigned per pass."""
+    """Forward passes over one partition (:mod:`record_pass`). :meth:`read` runs a pass with the
+    reader's own consumer; :meth:`read_steps` yields the pass as a :class:`RawRead` request for
+    ``side``'s consumer, so many partitions' passes can be fetched together (``batched_reads``)."""
 
-    def __init__(self, consumer: Consumer, topic: str, partition: int, *, read_from: str, peer: str,
-                 end: int, deadline: float, stats: ReadStats | None = None, identities: bool = False):
+    def __init__(self, consumer: Consumer | None, topic: str, partition: int, *, read_from: str, peer: str,
+                 end: int, deadline: float, stats: ReadStats | None = None, identities: bool = False,
+                 side: str = "", conf: dict | None = None):
         self.consumer, self.tp = consumer, TopicPartition(topic, partition)
         self.read_from, self.peer = read_from, peer
         self.identities = identities  # RecordFact.identity of every record read (a header-less mirror)
         self.end, self.deadline = end, deadline
         self.stats = stats
+        self.side, self.conf = side, conf
         self.passes = 0
         self.records = 0
 
     def read(self, start: int, stop=None, end: int | None = None) -> tuple[list[RecordFact], int]:
         """Real records from ``start`` (below ``end``, default the reader's end) until
-        ``stop(offsets)`` (the offsets read so far) is true or the log is read to ``end`` (or to the partition's last stable
-        offset, when that is lower). Returns the records and the offset up to which the log was read
-        completely (every real record at or after ``start`` and below it is in the list).
+        ``stop(offsets)`` (the offsets read so far) is true or the log is read to ``end`` (or to the
+        partition's last stable offset, when that is lower). Returns the records and the offset up
+        to which the log was read completely (every real record at or after ``start`` and below it
+        is in the list). Completion rules: :mod:`record_pass`."""
+        if self.consumer is None:
+            raise ValueError("this reader has no consumer of its own: run read_steps with a read driver")
+        return drive(self.read_steps(start, stop, end), _OwnConsumer(self.consumer))
 
-        Completion is decided from what the consumer hands over, in order: a record at or after
-        ``end``, or the end-of-partition event (at the last stable offset). Never from
-        ``position()``: librdkafka moves the position past transaction markers as soon as it fetches
-        them, possibly ahead of records still queued for the application (librdkafka#3400)."""
+    def read_steps(self, start: int, stop=None, end: int | None = None):
+        """:meth:`read` as a generator of one :class:`RawRead` request."""
         end = self.end if end is None else min(end, self.end)
         if start >= end:
             return [], start
         self.passes += 1
-        raw: list[tuple[int, int, object]] = []  # (offset, timestamp, headers)
-        self.consumer.assign([TopicPartition(self.tp.topic, self.tp.partition, start)])
-        try:
-            upto = self._fetch(start, stop, end, raw)
-        finally:
-            self.consumer.unassign()
+        result: RawReadResult = yield RawRead(
+            self.side, self.conf, self.tp.topic, self.tp.partition, start, end, stop, self.deadline,
+            read_from=self.read_from, identities=self.identities, stats=self.stats,
+        )
+        if result.stable_end is not None:
+            # The last stable offset is below ``end`` (an open transaction): later passes stop there too.
+            self.end = min(self.end, result.stable_end)
+        self.records += len(result.raw)
         # Headers are parsed after the partition is handed back: meanwhile the consumer, at the end
         # of the log, would fetch back to back (module docstring). Most records carry no header.
         read_from, peer = self.read_from, self.peer
@@ -284,78 +359,15 @@ class PartitionReader:
             return [
                 RecordFact.from_headers(o, ts, headers or [], read_from=read_from, peer=peer,
                                         identity=record_identity(key, value, ts, headers))
-                for o, ts, headers, key, value in raw
-            ], upto
+                for o, ts, headers, key, value in result.raw
+            ], result.upto
         return [
             RecordFact(o, ts) if not headers else RecordFact.from_headers(o, ts, headers, read_from=read_from, peer=peer)
-            for o, ts, headers in raw
-        ], upto
-
-    def _fetch(self, start: int, stop, end: int, raw: list) -> int:
-        """:meth:`read`'s loop, on the assigned partition: appends ``(offset, timestamp, headers)``
-        to ``raw`` and returns the offset up to which the log was read completely. ``stop`` gets
-        the offsets read so far."""
-        offsets: list[int] = []
-        topic, partition = self.tp.topic, self.tp.partition
-        while True:
-            # Take what has arrived; when nothing has, wait for the next fetch (not for a full batch).
-            batch = self.consumer.consume(_BATCH, timeout=0)
-            if not batch:
-                first = self.consumer.poll(max(0.0, min(_STALL_S, self.deadline - time.monotonic())))
-                batch = [first] if first is not None else []
-            end_of_log = None
-            past_end = False
-            for msg in batch:
-                if msg.topic() is not None and (msg.topic() != topic or msg.partition() != partition):
-                    continue  # (a pooled consumer never hands over another partition's events; be sure)
-                error = msg.error()
-                if error is not None:
-                    code = error.code()
-                    if code == KafkaError._PARTITION_EOF:
-                        # Every real record below the last stable offset has been handed over.
-                        end_of_log = msg.offset()
-                        continue
-                    if code in _TRANSIENT:
-                        continue
-                    raise KafkaException(error)
-                offset = msg.offset()
-                if offset >= end:
-                    past_end = True  # every record below end came before it
-                    break
-                self.records += 1
-                offsets.append(offset)
-                if self.identities:
-                    raw.append((offset, msg.timestamp()[1], msg.headers(), msg.key(), msg.value()))
-                else:
-                    raw.append((offset, msg.timestamp()[1], msg.headers()))
-            if stop is not None and stop(offsets):
-                return offsets[-1] + 1
-            if past_end:
-                return end
-            if end_of_log is not None:
-                if end_of_log < end:
-                    # The last stable offset is below ``end`` (an open transaction): later
-                    # passes stop there too.
-                    self.end = min(self.end, end_of_log)
-                return min(max(end_of_log, start), end)
-            if not batch:
-                # Nothing at all: the read may start above the last stable offset (an open
-                # transaction), where no end-of-partition is reported. Ask the broker.
-                if self.stats is not None:
-                    self.stats.stable_offset_queries += 1
-                upto = max(start, offsets[-1] + 1) if offsets else start
-                stable = _stable_offset(self.consumer, self.tp, self.deadline)
-                if stable <= upto:
-                    self.end = min(self.end, stable)
-                    return min(upto, end)
-            if time.monotonic() > self.deadline:
-                raise TimeoutError(
-                    f"reading {topic}[{partition}] on {self.read_from} from {start} did not reach "
-                    f"offset {end} in time (last record read: {offsets[-1] if offsets else None})"
-                )
+            for o, ts, headers in result.raw
+        ], result.upto
 
 
-def _topic_metadata(consumer: Consumer, topic: str, timeout_s: float) -> tuple[bool, int | None]:
+def topic_metadata(consumer: Consumer, topic: str, timeout_s: float) -> tuple[bool, int | None]:
     metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
     if metadata is None or metadata.error is not None:
         return False, None
@@ -401,7 +413,40 @@ def read_translation_facts(
     stats: ReadStats | None = None,
 ) -> list[PartitionFacts]:
     """One :class:`PartitionFacts` per group (in the order given) for ``topic[partition]`` translated
-    from ``active`` to ``standby``; see the module docstring for what is read and when."""
+    from ``active`` to ``standby``; see the module docstring for what is read and when. The reads
+    are :func:`translation_fact_steps`, each answered at once with this call's own consumers."""
+    stats = stats if stats is not None else ReadStats()
+    steps = translation_fact_steps(
+        active, standby, active_conf, standby_conf, topic, partition, logs, groups, shape=shape,
+        standby_timestamp_type=standby_timestamp_type, window=window, refine_window=refine_window,
+        timeout_s=timeout_s, mirror_writes_headers=mirror_writes_headers, stats=stats,
+    )
+    with LeasedConsumers(stats, topic, time.monotonic() + timeout_s) as clients:
+        return drive(steps, DirectReads(clients))
+
+
+def translation_fact_steps(
+    active: str,
+    standby: str,
+    active_conf: dict,
+    standby_conf: dict,
+    topic: str,
+    partition: int,
+    logs: PartitionLogs,
+    groups: list[GroupPartitionInput],
+    *,
+    shape: TopicShape,
+    standby_timestamp_type: TimestampType | str = TimestampType.CREATE_TIME,
+    window: int = 50,
+    refine_window: int = 200,
+    timeout_s: float = 10,
+    mirror_writes_headers: bool = True,
+    stats: ReadStats | None = None,
+) -> Generator[ReadRequest, Any, list[PartitionFacts]]:
+    """:func:`read_translation_facts` as a generator: it yields each Kafka request of the reads
+    (:data:`ReadRequest`, for the ``"active"`` or ``"standby"`` consumer), takes the answer, and
+    returns the facts. Run it with :func:`drive` (one partition) or ``batched_reads`` (many
+    partitions per request to the broker: the same requests, the same facts)."""
     if window < 1 or refine_window < 1:
         raise ValueError("window and refine_window must be positive")
     stats = stats if stats is not None else ReadStats()
@@ -414,33 +459,33 @@ def read_translation_facts(
         return g.committed is not None and logs.active_log_start <= g.committed <= logs.active_log_end
 
     readable = [g.committed for g in groups if in_log(g)]
-    with LeasedConsumers(stats, topic, deadline) as clients:
-        return _read(
-            clients, active, standby, active_conf, standby_conf, tp, logs, groups, readable, in_log, shape=shape,
-            standby_timestamp_type=standby_timestamp_type, window=window, refine_window=refine_window,
-            deadline=deadline, mirror_writes_headers=mirror_writes_headers, stats=stats,
-        )
+    return (yield from _read(
+        active, standby, active_conf, standby_conf, tp, logs, groups, readable, in_log, shape=shape,
+        standby_timestamp_type=standby_timestamp_type, window=window, refine_window=refine_window,
+        deadline=deadline, mirror_writes_headers=mirror_writes_headers, stats=stats,
+    ))
 
 
 def _read(
-    clients: LeasedConsumers, active: str, standby: str, active_conf: dict, standby_conf: dict, tp: TopicPartition,
+    active: str, standby: str, active_conf: dict, standby_conf: dict, tp: TopicPartition,
     logs: PartitionLogs, groups: list[GroupPartitionInput], readable: list[int], in_log, *, shape: TopicShape,
     standby_timestamp_type: TimestampType, window: int, refine_window: int, deadline: float,
     mirror_writes_headers: bool, stats: ReadStats,
-) -> list[PartitionFacts]:
+):
     topic, partition = tp.topic, tp.partition
 
     # -- active: one contiguous pass ---------------------------------------------------------------
     active_records: list[RecordFact] = []
     if readable and logs.active_log_start < logs.active_log_end:
         reader = PartitionReader(
-            clients.get("active", active_conf), topic, partition, read_from=active, peer=standby,
+            None, topic, partition, read_from=active, peer=standby,
             end=logs.active_log_end, deadline=deadline, stats=stats,
             identities=not mirror_writes_headers and shape.allows_timestamp_search(active),
+            side="active", conf=active_conf,
         )
         lo = max(logs.active_log_start, min(readable) - window)
         top = max(readable)
-        active_records, _ = reader.read(lo, stop=lambda offs: bool(offs) and offs[-1] >= top)
+        active_records, _ = yield from reader.read_steps(lo, stop=lambda offs: bool(offs) and offs[-1] >= top)
         stats.active_records += reader.records
     offsets = [r.offset for r in active_records]
 
@@ -467,14 +512,11 @@ def _read(
         shape.allows_timestamp_search(active) and standby_timestamp_type is TimestampType.CREATE_TIME and bool(readable)
     )
 
-    def standby_client() -> Consumer:
-        return clients.get("standby", standby_conf)
-
     exists = logs.standby_topic_exists
     standby_count = logs.standby_partition_count
     if logs.standby_log_start is None or logs.standby_log_end is None:
         if exists is None or (exists and standby_count is None):
-            found, count = _topic_metadata(standby_client(), topic, max(1.0, deadline - time.monotonic()))
+            found, count = yield TopicMetadataLookup("standby", standby_conf, topic, deadline)
             exists = found if exists is None else exists
             standby_count = count if standby_count is None else standby_count
         if exists and standby_count is not None and partition < standby_count:
@@ -485,9 +527,7 @@ def _read(
         # (a partition missing on the standby is a partition count mismatch).
         active_count = logs.active_partition_count
         if exists and active_count is None:
-            _, active_count = _topic_metadata(
-                clients.get("active", active_conf), topic, max(1.0, deadline - time.monotonic())
-            )
+            _, active_count = yield TopicMetadataLookup("active", active_conf, topic, deadline)
         return [
             dataclasses.replace(base_facts(g, 0, 0, bool(exists), standby_count), active_partition_count=active_count)
             for g in groups
@@ -497,31 +537,30 @@ def _read(
     facts = [base_facts(g, s_start, s_end, exists, standby_count) for g in groups]
     if not (need_search and exists):
         return facts
-    return _with_timestamp_search(
-        facts, standby_client, tp, s_start, s_end, active=active, standby=standby, deadline=deadline,
+    return (yield from _with_timestamp_search(
+        facts, standby_conf, tp, s_start, s_end, active=active, standby=standby, deadline=deadline,
         refine_window=refine_window, mirror_writes_headers=mirror_writes_headers, stats=stats,
-    )
+    ))
 
 
 def _with_timestamp_search(
-    facts: list[PartitionFacts], client, tp: TopicPartition, s_start: int, s_end: int, *,
+    facts: list[PartitionFacts], standby_conf: dict, tp: TopicPartition, s_start: int, s_end: int, *,
     active: str, standby: str, deadline: float, refine_window: int, mirror_writes_headers: bool, stats: ReadStats,
-) -> list[PartitionFacts]:
+):
     searched = _searched_records(facts)
     if not searched:
-        return facts
-    consumer: Consumer = client()  # created only when there is something to search
-    found = _search_offsets(consumer, tp, searched, deadline, stats)
+        return facts  # the standby's consumer is not even leased
+    found = yield from _search_offsets(standby_conf, tp, searched, deadline, stats)
 
     end = s_end  # the reads stop at the last stable offset by themselves (module docstring)
     reader = PartitionReader(
-        consumer, tp.topic, tp.partition, read_from=standby, peer=active, end=end, deadline=deadline, stats=stats,
-        identities=not mirror_writes_headers,
+        None, tp.topic, tp.partition, read_from=standby, peer=active, end=end, deadline=deadline, stats=stats,
+        identities=not mirror_writes_headers, side="standby", conf=standby_conf,
     )
     reads = _StandbyReads(reader, s_start, s_end, refine_window)
-    reads.read_windows(sorted({o for o in found.values() if o is not None and o < end}))
-    first = reads.read_first()
-    last = reads.read_last_when_needed(found)
+    yield from reads.read_windows(sorted({o for o in found.values() if o is not None and o < end}))
+    first = yield from reads.read_first()
+    last = yield from reads.read_last_when_needed(found)
     stats.standby_records += reader.records
     stats.standby_passes += reader.passes
     return _with_timestamp_facts(
@@ -542,26 +581,17 @@ def _searched_records(facts: list[PartitionFacts]) -> dict[int, RecordFact]:
     return searched
 
 
-def _search_offsets(
-    consumer: Consumer, tp: TopicPartition, searched: dict[int, RecordFact], deadline: float, stats: ReadStats
-) -> dict[int, int | None]:
+def _search_offsets(standby_conf: dict, tp: TopicPartition, searched: dict[int, RecordFact], deadline: float,
+                    stats: ReadStats):
     """The standby's answer to ``offsets_for_times`` per distinct searched timestamp (None: no
     record at or after it), asked in ascending timestamp order."""
-    # offsets_for_times: one timestamp per partition per call, so one call per distinct timestamp.
+    # offsets_for_times: one timestamp per partition per call, so one request per distinct timestamp
+    # (a batched run puts many partitions' requests in one call).
     found: dict[int, int | None] = {}
     for ts in sorted({r.timestamp for r in searched.values()}):
-
-        def ask(ts=ts):
-            remaining = max(1.0, deadline - time.monotonic())
-            answer = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, ts)], timeout=remaining)[0]
-            if answer.error is not None:  # the partition's own error: retried as the call's when transient
-                raise KafkaException(answer.error)
-            return answer
-
-        answer = _retry(ask, deadline)
+        found[ts] = yield TimestampLookup("standby", standby_conf, tp.topic, tp.partition, ts, deadline)
         stats.offsets_for_times_calls += 1
         stats.searched_timestamps.append(ts)
-        found[ts] = answer.offset if answer.offset >= 0 else None
     return found
 
 
@@ -589,7 +619,7 @@ class _StandbyReads:
     def window_empty(self, o: int | None) -> bool:
         return o is not None and o < self.s_end and not self.window_from(max(o, self.s_start))
 
-    def read_windows(self, starts: list[int]) -> None:
+    def read_windows(self, starts: list[int]):
         """Read the forward window from each search result in ``starts`` (ascending)."""
         # Forward windows: read each uncovered search result once, continuing the previous pass when the
         # windows touch, so overlapping windows are read once.
@@ -602,27 +632,27 @@ class _StandbyReads:
                 continue
             begin = hi if hi is not None else o
             need = refine_window - len(have)
-            records, upto = reader.read(begin, stop=lambda offs, n=need: len(offs) >= n)
+            records, upto = yield from reader.read_steps(begin, stop=lambda offs, n=need: len(offs) >= n)
             self.records = sorted({r.offset: r for r in self.records + records}.values(), key=lambda r: r.offset)
             self.covered.append((o if hi is None else begin, upto))
             self.covered = _merge(self.covered)
 
-    def read_first(self) -> RecordFact | None:
+    def read_first(self):
         """``standby_first``: the first real record of the standby's log, read unless a window holds it."""
         # standby_first: always (retention on the standby may have deleted the searched copy).
         first_hi = self.covered_to(self.s_start)
         if first_hi is not None and self.records and self.records[0].offset < first_hi:
             return self.records[0]  # the covered range starting at the log start holds the first record
-        records, _ = self.reader.read(self.s_start, stop=lambda offs: bool(offs))
+        records, _ = yield from self.reader.read_steps(self.s_start, stop=lambda offs: bool(offs))
         return records[0] if records else None
 
-    def read_last_when_needed(self, found: dict[int, int | None]) -> RecordFact | None:
+    def read_last_when_needed(self, found: dict[int, int | None]):
         """``standby_last``, read only when a search result (``found``) needs it (else None)."""
         # standby_last: when some search found nothing below the standby's log end, or only what is not
         # a record (a search answered with a transaction marker stamped after the searched timestamp,
         # with no real record after it: the forward window is empty).
         if any(o is None or o >= self.s_end or self.window_empty(o) for o in found.values()):
-            return _read_last(self.reader, self.s_start, self.reader.end, self.refine_window)
+            return (yield from _read_last(self.reader, self.s_start, self.reader.end, self.refine_window))
         return None
 
 
@@ -666,13 +696,13 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def _read_last(reader: PartitionReader, start: int, end: int, step: int) -> RecordFact | None:
+def _read_last(reader: PartitionReader, start: int, end: int, step: int):
     """The last real record below ``end``: read backwards in growing steps until one is found."""
     span = max(step, 1)
     hi = end
     while hi > start:
         lo = max(start, hi - span)
-        records, _ = reader.read(lo, end=hi)
+        records, _ = yield from reader.read_steps(lo, end=hi)
         if records:
             return records[-1]
         hi, span = lo, span * 2
