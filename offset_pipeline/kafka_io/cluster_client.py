@@ -26,8 +26,10 @@ def consumer_settings(client_config: dict[str, Any], group_id: str, **overrides:
 @dataclass(frozen=True)
 class ClusterClient:
     cluster_name: str
-    client_config: dict[str, Any] = field(hash=False)
-    admin_config: dict[str, Any] = field(hash=False)
+    # librdkafka settings, a secured cluster's sasl.password included: out of the repr, so a client
+    # printed (a log line, an error, a traceback's locals) shows no password.
+    client_config: dict[str, Any] = field(hash=False, repr=False)
+    admin_config: dict[str, Any] = field(hash=False, repr=False)
 
     def consumer_config(self, group_id: str, **overrides: Any) -> dict[str, Any]:
         return consumer_settings(self.client_config, group_id, **overrides)

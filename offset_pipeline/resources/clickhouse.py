@@ -86,7 +86,8 @@ class ClickHouseResource(dg.ConfigurableResource):
         description="chdb:///abs/path (embedded engine) or http(s)://host:8123 (server)",
     )
     username: Optional[str] = None  # server only; chdb has no users
-    password: Optional[str] = None  # a secret: pass dg.EnvVar(...), never a literal
+    # A secret: pass dg.EnvVar(...), never a literal; out of the repr (a resolved resource printed).
+    password: Optional[str] = Field(default=None, repr=False)
     database: Optional[str] = None
     timeout_s: float = Field(
         default_factory=clickhouse_timeout_s, gt=0,

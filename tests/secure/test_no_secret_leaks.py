@@ -48,6 +48,7 @@ from offset_pipeline.definitions import (
     offset_fast_forward_job,
     offset_sync_job,
 )
+from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.run_targets import FAST_FORWARD_JOB, SYNC_JOB
 from offset_pipeline.settings import read_settings
 from tests.assets.test_commit_asset import decision_lines
@@ -206,6 +207,27 @@ def fast_forward_config(pair, group: str, topic: str) -> dict:
                         "standby_end": log_end(pair.admin_config("idc2"), topic, p),
                         "stable_since_ms": stable_since_ms} for p in range(PARTITIONS)],
     }}}}
+
+
+def test_a_resolved_resource_and_its_plain_client_show_no_password(monkeypatch):
+    """What a log line, an error or a traceback's locals would print of the resolved resources."""
+    password = f"pw-{uuid.uuid4().hex}"
+    monkeypatch.setenv("OFFSET_PIPELINE_TEST_PASSWORD", password)
+    shown = []
+
+    @dg.asset
+    def show(idc1: KafkaClusterResource, clickhouse: ClickHouseResource) -> None:
+        assert idc1.client_config()["sasl.password"] == password  # resolved, and still used
+        shown.extend([repr(idc1), str(idc1), repr(idc1.plain()), str(idc1.plain()), repr(clickhouse), str(clickhouse)])
+
+    secret = dg.EnvVar("OFFSET_PIPELINE_TEST_PASSWORD")
+    assert dg.materialize([show], resources={
+        "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers="127.0.0.1:1", security_protocol="SASL_SSL",
+                                     sasl_mechanism="SCRAM-SHA-512", sasl_username="sync", sasl_password=secret),
+        "clickhouse": ClickHouseResource(dsn="http://127.0.0.1:1", username="u", password=secret),
+    }).success
+    assert shown and not [text for text in shown if password in text]
+    assert "sasl_username='sync'" in shown[0]  # the rest is still shown
 
 
 @pytest.fixture
