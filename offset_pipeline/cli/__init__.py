@@ -2,6 +2,7 @@
 
     offset-pipeline readiness [--group G ...] [--json]     is it safe to switch now, and its cost
     offset-pipeline switchover --group G --to idc2          move a stopped group, verified, exactly
+    offset-pipeline connections                             can the sync reach both clusters; if not, why
 
 Connections come from the same environment as the code location (``offset_pipeline/settings.py``).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from offset_pipeline.cli import readiness, switchover
+from offset_pipeline.cli import connections_check, readiness, switchover
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     readiness.add_parser(commands)
     switchover.add_parser(commands)
+    connections_check.add_parser(commands)
     args = parser.parse_args(argv)
     return args.run(args)
 

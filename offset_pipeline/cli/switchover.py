@@ -41,6 +41,8 @@ from offset_pipeline.readiness.switch_point import (
 from offset_pipeline.settings import kafka_timeout_s, mirror_writes_headers
 
 REFUSED, NOT_DRAINED, LOST, FAILED = 3, 4, 1, 5
+#: The bound of the probe that explains a failed read (most causes show within a second).
+CONNECTION_PROBE_S = 5.0
 
 
 def add_parser(commands) -> None:
@@ -109,7 +111,21 @@ def switchover(group: str, target: str, *, drain_timeout_s: float = 120.0, windo
         report = Report(group, next((n for n in clusters if n != target), "?"), target, dry_run=dry_run)
         report.outcome = "failed"
         report.detail = f"a Kafka read failed, nothing committed: {type(exc).__name__}: {str(exc)[:300]}"
+        causes = _connection_causes(clusters, timeout_s or kafka_timeout_s())
+        if causes:  # the read only timed out: say why the clusters cannot be reached, and the fix
+            report.detail += "; " + "; ".join(causes)
         return report, FAILED
+
+
+def _connection_causes(clusters, timeout_s: float) -> list[str]:
+    """Each cluster that cannot be reached, with its cause (one bounded probe each, both at once)."""
+    from offset_pipeline.cli.connections_check import check
+
+    try:
+        results = check(min(timeout_s, CONNECTION_PROBE_S), clusters)
+    except Exception:  # noqa: BLE001 - the probe only adds to a report that already says what failed
+        return []
+    return [r.diagnosis.message for r in results.values() if not r.diagnosis.connected]
 
 
 def _switchover(group: str, target: str, drain_timeout_s: float, window: int, dry_run: bool, clusters,

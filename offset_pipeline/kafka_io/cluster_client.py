@@ -13,7 +13,10 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
+from offset_pipeline.kafka_io.connection_probe import ErrorRecorder, recent_failure
+
 _ADMINS: dict[tuple, AdminClient] = {}  # per process: a child's calls of a cycle share one
+_RECORDERS: dict[tuple, ErrorRecorder] = {}  # the connection errors each of them reported
 
 
 def consumer_settings(client_config: dict[str, Any], group_id: str, **overrides: Any) -> dict[str, Any]:
@@ -38,9 +41,24 @@ class ClusterClient:
         return shared_admin(self.admin_config)
 
 
+def _key(admin_config: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, str(v)) for k, v in admin_config.items()))
+
+
 def shared_admin(admin_config: dict[str, Any]) -> AdminClient:
-    """This process's admin client for ``admin_config`` (made on first use, then reused)."""
-    key = tuple(sorted((k, str(v)) for k, v in admin_config.items()))
+    """This process's admin client for ``admin_config`` (made on first use, then reused), its
+    connection errors recorded for :func:`shared_admin_failure`."""
+    key = _key(admin_config)
     if key not in _ADMINS:
-        _ADMINS[key] = AdminClient(admin_config)
+        _RECORDERS[key] = ErrorRecorder()
+        _ADMINS[key] = AdminClient({**admin_config, "error_cb": _RECORDERS[key]})
     return _ADMINS[key]
+
+
+def shared_admin_failure(admin_config: dict[str, Any], cluster: str):
+    """Why the shared admin client of ``admin_config`` could not reach ``cluster`` lately (a
+    ``ConnectionDiagnosis``), or None when its recent errors explain nothing."""
+    key = _key(admin_config)
+    if key not in _ADMINS:
+        return None
+    return recent_failure(_ADMINS[key], _RECORDERS.get(key), admin_config, cluster)

@@ -121,6 +121,27 @@ def read_groups(admin: AdminClient, cluster: str, groups: GroupFilter, timeout_s
     return states
 
 
+def refused_groups(admin: AdminClient, group_ids: list[str], timeout_s: float = 15.0) -> dict[str, str]:
+    """Of ``group_ids`` (groups not in this cluster's listing), those the broker refuses to describe:
+    group id -> the error. The listing answers only with the groups the principal may describe, so
+    a group it may not is invisible there, not absent; a group that is simply absent is described
+    (state DEAD) and left out, as is one whose description fails otherwise."""
+    if not group_ids:
+        return {}
+    deadline = Deadline(timeout_s)
+    out = {}
+    for gid, future in admin.describe_consumer_groups(sorted(group_ids), request_timeout=timeout_s).items():
+        try:
+            deadline.result(future)
+        except KafkaException as exc:
+            # Any other failure is no refusal: the group stays absent, as it was before this check.
+            if exc.args and exc.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                out[gid] = describe_error(exc)
+        except TimeoutError:
+            continue
+    return out
+
+
 def read_partition_ranges(
     admin: AdminClient,
     cluster: str,

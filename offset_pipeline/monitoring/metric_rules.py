@@ -53,9 +53,9 @@ _ERROR_STATUSES = frozenset({
     TranslationStatus.ORIGIN_OFFSET_BEYOND_STANDBY_END, TranslationStatus.INCONSISTENT_FACTS,
     TranslationStatus.CLUSTER_UNAVAILABLE, TranslationStatus.SPARK_UNAVAILABLE, TranslationStatus.TOPIC_MISSING_ON_STANDBY,
     TranslationStatus.PARTITION_COUNT_MISMATCH, TranslationStatus.SHAPE_CONFLICT,
-    TranslationStatus.COMMITTED_BEYOND_LOG_END,
+    TranslationStatus.COMMITTED_BEYOND_LOG_END, TranslationStatus.NOT_AUTHORIZED,
 })
-_FAILED_DECISIONS = frozenset({"failed", "refused_no_loss_check"})
+_FAILED_DECISIONS = frozenset({"failed", "refused_no_loss_check", "not_authorized"})
 _SYNCED_DECISIONS = frozenset({"commit", "rewind_after_reset", "unchanged"})
 
 Key = tuple[str, str, int, str, str]  # group, topic, partition, active, standby

@@ -35,11 +35,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from offset_pipeline.kafka_io.authorization import refusal
+
 
 class NotReady(str, Enum):
     """Why a partition cannot be switched now. Values are stored in ClickHouse: stable names."""
 
     CLUSTER_UNAVAILABLE = "cluster_unavailable"  # a cluster's facts were not read
+    NOT_AUTHORIZED = "not_authorized"  # the broker refused a read or the commit: an ACL is missing
     SPLIT_BRAIN = "split_brain"  # members on both clusters
     ALREADY_ON_STANDBY = "already_on_standby"  # the group has members on the standby (refused_members)
     DIRECTION_UNDETERMINED = "direction_undetermined"  # no members, no movement, no previous direction
@@ -59,6 +62,7 @@ REASON_ORDER = tuple(NotReady)
 
 _UNTRANSLATED_REASONS = {
     "cluster_unavailable": NotReady.CLUSTER_UNAVAILABLE, "spark_unavailable": NotReady.NOT_TRANSLATED,
+    "not_authorized": NotReady.NOT_AUTHORIZED,
     "split_brain": NotReady.SPLIT_BRAIN, "direction_undetermined": NotReady.DIRECTION_UNDETERMINED,
     "not_yet_mirrored": NotReady.MIRROR_LAG, "copy_missing_on_standby": NotReady.MIRROR_LAG,
     "no_anchor": NotReady.NO_ANCHOR,
@@ -139,12 +143,14 @@ def partition_readiness(f: PartitionFacts, now_s: float, max_age_s: float) -> Pa
 
 def _problem(f: PartitionFacts, now_s: float, max_age_s: float) -> tuple[NotReady | None, str]:
     if f.read_error:
-        return NotReady.CLUSTER_UNAVAILABLE, f.read_error
+        return (NotReady.NOT_AUTHORIZED if refusal(f.read_error) else NotReady.CLUSTER_UNAVAILABLE), f.read_error
     if f.status not in _TRANSLATED:
         reason = _UNTRANSLATED_REASONS.get(f.status, NotReady.NOT_TRANSLATED)
         return reason, f"translation status {f.status}"
     if f.commit_decision == "refused_members":
         return NotReady.ALREADY_ON_STANDBY, f"the group has members on {f.standby}"
+    if f.commit_decision == "not_authorized":
+        return NotReady.NOT_AUTHORIZED, f"the commit on {f.standby} was refused: the sync may not write the group there"
     if f.standby_committed is None:
         return NotReady.NO_STANDBY_OFFSET, f"no committed offset on {f.standby}: the group would start from auto.offset.reset"
     if not f.commit_synced:

@@ -14,6 +14,8 @@ from confluent_kafka.admin import AdminClient
 from pydantic import Field, field_validator
 
 from offset_pipeline.kafka_io.cluster_client import ClusterClient, consumer_settings
+from offset_pipeline.kafka_io.connection_errors import ConnectionDiagnosis
+from offset_pipeline.kafka_io.connection_probe import ErrorRecorder, recent_failure
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
@@ -22,7 +24,12 @@ QUIET_LOG_LEVEL = 3
 
 
 class KafkaClusterUnreachable(RuntimeError):
-    """The cluster did not answer a metadata request in time."""
+    """The cluster did not answer a metadata request in time; ``diagnosis`` says why when the client
+    reported a cause (a wrong CA, password, SASL mechanism, ...), else None."""
+
+    def __init__(self, message: str, diagnosis: ConnectionDiagnosis | None = None):
+        super().__init__(message)
+        self.diagnosis = diagnosis
 
 
 class KafkaClusterResource(dg.ConfigurableResource):
@@ -107,15 +114,21 @@ class KafkaClusterResource(dg.ConfigurableResource):
         """Plain facts from one metadata request: cluster id, broker count, non-internal topic count.
 
         Raises :class:`KafkaClusterUnreachable` naming the cluster and its bootstrap servers when
-        no broker answers within ``timeout_s`` (default: ``request_timeout_ms``).
+        no broker answers within ``timeout_s`` (default: ``request_timeout_ms``), with the cause and
+        its fix when the client reported one (``kafka_io/connection_errors.py``).
         """
         timeout = self.request_timeout_ms / 1000 if timeout_s is None else timeout_s
+        recorder = ErrorRecorder()
+        admin = AdminClient({**self.admin_config(), "error_cb": recorder})
         try:
-            metadata = self.admin().list_topics(timeout=timeout)
+            metadata = admin.list_topics(timeout=timeout)
         except KafkaException as exc:
+            diagnosis = recent_failure(admin, recorder, self.admin_config(), self.cluster_name)
             raise KafkaClusterUnreachable(
                 f"Kafka cluster {self.cluster_name!r} at {self.bootstrap_servers} did not answer a "
-                f"metadata request within {timeout:g}s: {exc.args[0] if exc.args else exc}"
+                f"metadata request within {timeout:g}s: "
+                + (diagnosis.message if diagnosis else str(exc.args[0] if exc.args else exc)),
+                diagnosis,
             ) from exc
         return {
             "cluster_name": self.cluster_name,

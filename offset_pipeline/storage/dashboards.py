@@ -99,7 +99,8 @@ OVERVIEW = [
         "GROUP BY group_id, active, standby ORDER BY safe_to_switch, group"
     ), "Is it safe to switch each group to its standby now (nothing lost), what it would cost (expected "
        "duplicates: exact, or 'at most' for a header anchor), the seconds since its last sync, and why not "
-       "(partitions per reason: cluster_unavailable, split_brain, mirror_lag, no_anchor, no_standby_offset, "
+       "(partitions per reason: cluster_unavailable, not_authorized, split_brain, mirror_lag, no_anchor, "
+       "no_standby_offset, "
        "commit_not_synced, stale_sync, ...). Written by every continuous checkpoint; `offset-pipeline readiness` "
        "prints the same.",
         ("group", "active", "standby", "safe_to_switch", "expected_duplicates", "duplicates_at_most",

@@ -62,6 +62,9 @@ class CommitDecision(str, Enum):
     DRY_RUN = "dry_run"  # would commit (forward or after a reset); dry run set
     REFUSED_NO_LOSS_CHECK = "refused_no_loss_check"  # check_no_loss raised, or t above its safe bound
     FAILED = "failed"  # recorded by the I/O layer: the group could not be re-read, nothing planned or written
+    # recorded by the I/O layer: the broker refused the group's re-read or commit for want of an ACL
+    # (the reason names cluster, group and the right); the other groups are committed as usual
+    NOT_AUTHORIZED = "not_authorized"
 
     def __str__(self) -> str:  # pragma: no cover - cosmetic
         return self.value

@@ -12,14 +12,15 @@
   bound; the offsets to write go out in ONE commit call (:mod:`offset_pipeline.kafka_io`),
   never in a dry run;
 * a group whose state cannot be re-read (a cluster down or slow, bad rows) gets ``failed`` rows
-  with the error: it never fails the other groups. ``unreachable`` remembers clusters that did not
+  with the error: it never fails the other groups. A re-read or commit the broker refused for want
+  of an ACL gives ``not_authorized`` rows instead, their reason naming the right to grant. ``unreachable`` remembers clusters that did not
   answer, so the groups after it fail at once instead of each waiting for the timeout.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from offset_pipeline.sync.commit_rules import (
     CommitDecision,
@@ -28,6 +29,7 @@ from offset_pipeline.sync.commit_rules import (
     offsets_to_commit,
     plan_standby_commits,
 )
+from offset_pipeline.kafka_io.authorization import not_authorized_reason
 from offset_pipeline.kafka_io.standby_groups import TP, LiveGroupState
 from offset_pipeline.kafka_io.group_commits import GroupCommitWrite
 from offset_pipeline.kafka_io.group_io import DirectGroupIO, GroupIOError
@@ -161,7 +163,8 @@ def commit_group(
     io = io if io is not None else DirectGroupIO(clusters, admins)
     read = _reread_group(io, active, standby, group_id, partitions, cycle.timeout_s, unreachable)
     if isinstance(read, str):
-        return _failed_group(rows, by_source, cycle, read)
+        return _failed_group(rows, by_source, cycle, read, refused_by=read_by(read, active, standby),
+                             user=_user(clusters, standby))
     active_members, live = read
 
     plan = _plan_group(rows, results, group_id, standby, live, active_members, active_before, cycle.dry_run)
@@ -174,14 +177,49 @@ def commit_group(
             write = _apply_commit(io, standby, group_id, offsets, partitions, cycle.timeout_s, unreachable)
         except GroupIOError as exc:  # recorded, not raised
             return plan, _commit_failure_rows(plan, exc, standby, live, by_source, cycle, unreachable)
+    if write is not None:
+        plan = _refused_writes(plan, write, standby, _user(clusters, standby))
     return plan, _stored_rows(plan, write, live, by_source, cycle)
 
 
+def _user(clusters: Mapping[str, object], cluster: str) -> str | None:
+    """The principal's user on ``cluster`` (named in a not_authorized reason), when known."""
+    return getattr(clusters.get(cluster), "sasl_username", None)
+
+
+def read_by(error: str, active: str, standby: str) -> str:
+    """The cluster a re-read error of :func:`_reread_group` is about."""
+    return standby if error.startswith(f"re-reading the group on {standby} ") else active
+
+
 def _failed_group(rows: list[TranslatedRow], by_source: Mapping[TP, TranslatedRow], cycle: CycleContext,
-                  error: str) -> tuple[list[StandbyCommit], list[CommitRow]]:
-    """Every row of the group ``failed`` with ``error``: nothing planned or written."""
-    commits = [_unplanned(r, CommitDecision.FAILED, f"nothing planned or written: {error}") for r in rows]
+                  error: str, refused_by: str | None = None,
+                  user: str | None = None) -> tuple[list[StandbyCommit], list[CommitRow]]:
+    """Every row of the group ``failed`` with ``error``: nothing planned or written; ``not_authorized``
+    when ``error`` is a refusal by ACL on the cluster ``refused_by``."""
+    refused = not_authorized_reason(error, refused_by, group=rows[0].group_id, user=user,
+                                    doing="re-reading the group") if refused_by else None
+    if refused:
+        commits = [_unplanned(r, CommitDecision.NOT_AUTHORIZED, f"nothing planned or written: {refused}")
+                   for r in rows]
+    else:
+        commits = [_unplanned(r, CommitDecision.FAILED, f"nothing planned or written: {error}") for r in rows]
     return commits, [_row(c, by_source[(c.topic, c.partition)], cycle, error=error) for c in commits]
+
+
+def _refused_writes(plan: list[StandbyCommit], write: GroupCommitWrite, standby: str,
+                    user: str | None) -> list[StandbyCommit]:
+    """The plan with each write the broker refused for want of an ACL as ``not_authorized`` (the
+    commit was decided, the standby group kept its offset); the error stays on the row."""
+    errors = {(w.topic, w.partition): w.error for w in write.partitions if not w.applied and w.error}
+    out = []
+    for commit in plan:
+        error = errors.get((commit.topic, commit.partition)) if commit.decision.writes else None
+        refused = not_authorized_reason(error, standby, group=commit.group_id, user=user,
+                                        doing="committing") if error else None
+        out.append(replace(commit, decision=CommitDecision.NOT_AUTHORIZED,
+                           reason=f"{commit.decision.value} decided, not applied: {refused}") if refused else commit)
+    return out
 
 
 def _refusal_before_kafka(rows: list[TranslatedRow], by_source: Mapping[TP, TranslatedRow],

@@ -14,8 +14,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from offset_pipeline.kafka_io.cluster_snapshot import ClusterRanges, cluster_groups, cluster_ranges
-from offset_pipeline.kafka_io.group_offsets import GroupFilter, GroupState, PartitionRange, describe_error
+from offset_pipeline.kafka_io.cluster_snapshot import (
+    ClusterRanges,
+    cluster_groups,
+    cluster_ranges,
+)
+from offset_pipeline.kafka_io.connection_probe import explained
+from offset_pipeline.kafka_io.group_offsets import (
+    UNREADABLE_GROUP_STATE,
+    GroupFilter,
+    GroupState,
+    PartitionRange,
+    describe_error,
+)
 from offset_pipeline.kafka_io.isolated import IsolatedCalls
 from offset_pipeline.storage.snapshots import SnapshotRow
 from offset_pipeline.sync.snapshot_rows import build_snapshot_rows, involved_partitions
@@ -39,15 +50,22 @@ class ClusterReads:
     def add_groups(self, cluster: str, result: list[GroupState] | Exception) -> None:
         if isinstance(result, Exception):
             self.groups[cluster] = []
-            self.unavailable[cluster] = f"listing consumer groups on {cluster} failed: {describe_error(result)}"
+            # A cause the client reported (TLS, authentication, ...) says cluster and fix itself.
+            self.unavailable[cluster] = (explained(result)
+                                         or f"listing consumer groups on {cluster} failed: {describe_error(result)}")
         else:
             self.groups[cluster] = result
 
     def add_ranges(self, cluster: str, result: ClusterRanges) -> None:
+        # A group this cluster hid from the listing and refused to describe: unreadable here (its
+        # rows say why, the translation names it not_authorized), not absent.
+        refused = [GroupState(cluster, gid, UNREADABLE_GROUP_STATE, 0, {}, read_error=why)
+                   for gid, why in sorted(result.refused_groups.items())]
         if result.unavailable:
             self.unavailable[cluster] = result.unavailable
             self.groups[cluster] = []
             return
+        self.groups[cluster] = self.groups.get(cluster, []) + refused
         self.ranges[cluster] = result.ranges
         self.timestamp_types[cluster] = result.timestamp_types
         self.range_errors[cluster] = result.errors
@@ -74,11 +92,13 @@ class _ClusterReader:
         except Exception as exc:  # noqa: BLE001 - this cluster's facts are unknown; the other's are not
             return exc
 
-    def ranges_of(self, cluster: str, partitions: list[tuple[str, int]]) -> ClusterRanges:
+    def ranges_of(self, cluster: str, partitions: list[tuple[str, int]], unlisted_groups: list[str]) -> ClusterRanges:
         try:
-            # three bounded requests: metadata, offsets (one deadline), topic configs
+            # three bounded requests: metadata, offsets (one deadline), topic configs; the unlisted
+            # groups' description runs alongside (a deadline of its own, in the same bound)
             return self.calls[cluster].call(cluster_ranges, self.admin_configs[cluster](), cluster, partitions,
-                                            self.timeout_s, timeout_s=3 * self.timeout_s + CHILD_START_S)
+                                            self.timeout_s, unlisted_groups,
+                                            timeout_s=4 * self.timeout_s + CHILD_START_S)
         except Exception as exc:  # noqa: BLE001 - no log range of this cluster is known
             return ClusterRanges(unavailable=f"reading topic metadata on {cluster} failed: {describe_error(exc)}")
 
@@ -108,13 +128,20 @@ def read_clusters(admin_configs: AdminConfigs, group_filter: GroupFilter, timeou
                 reads.add_groups(name, groups)
             partitions = sorted(involved_partitions(g for states in reads.groups.values() for g in states))
             readable = [name for name in admin_configs if name not in reads.unavailable]
-            ranged = pool.map(lambda name: reader.ranges_of(name, partitions), readable)
+            ranged = pool.map(lambda name: reader.ranges_of(name, partitions, _unlisted(reads.groups, name)), readable)
             for name, ranges in zip(readable, ranged):
                 reads.add_ranges(name, ranges)
     finally:
         if owned:
             reader.close()
     return reads
+
+
+def _unlisted(groups: Mapping[str, list[GroupState]], cluster: str) -> list[str]:
+    """Groups another cluster listed that ``cluster`` did not (hidden from a principal without
+    Describe on them there, or absent)."""
+    here = {g.group_id for g in groups.get(cluster, [])}
+    return sorted({g.group_id for name, states in groups.items() if name != cluster for g in states} - here)
 
 
 class UnreadFacts(NamedTuple):

@@ -17,7 +17,10 @@ Invariants (tested in tests/sync/test_work.py):
 * facts that were not read are never guessed: a group whose state could not be read on a cluster
   (the cluster unavailable, the group unreadable) has no direction (``cluster_unavailable``), and a
   partition whose log range could not be read on its active or standby cluster gets
-  ``cluster_unavailable`` instead of a work row, with the read error as its reason.
+  ``cluster_unavailable`` instead of a work row, with the read error as its reason;
+* a read the broker refused for want of an ACL (every unread fact of the group or partition) is
+  ``not_authorized`` instead, its reason naming cluster, group or topic and the right to grant
+  (``kafka_io/authorization.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from offset_pipeline.kafka_io.authorization import not_authorized_reason, refusal
 from offset_pipeline.translation import (
     DirectionHistory,
     Anchor,
@@ -116,16 +120,23 @@ def build_work(
             decision = replace(decision, reason=decision.reason + ": " + "; ".join(
                 f"{c}: {why}" for c, why in sorted(entry["unknown"].items())))
         directions[group_id] = decision
+        refused_group = (_refused(group_id, None, entry["unknown"].items())
+                         if decision.status is TranslationStatus.CLUSTER_UNAVAILABLE else None)
         for (topic, partition), side in sorted(entry["parts"].items()):
             if not decision.decided:
-                undecided.append(decision.result_for(topic, partition))
+                result = decision.result_for(topic, partition)
+                if refused_group:
+                    result = replace(result, status=TranslationStatus.NOT_AUTHORIZED, reason=refused_group)
+                undecided.append(result)
                 continue
             unread = [(c, side[c]["read_error"]) for c in (decision.active, decision.standby)
                       if side.get(c, {}).get("read_error")]
             if unread:
+                refused_partition = _refused(group_id, topic, unread)
                 undecided.append(untranslatable(
-                    group_id, topic, partition, TranslationStatus.CLUSTER_UNAVAILABLE,
-                    "facts not read: " + "; ".join(f"{c}: {why}" for c, why in unread),
+                    group_id, topic, partition,
+                    TranslationStatus.NOT_AUTHORIZED if refused_partition else TranslationStatus.CLUSTER_UNAVAILABLE,
+                    refused_partition or "facts not read: " + "; ".join(f"{c}: {why}" for c, why in unread),
                     active=decision.active, standby=decision.standby,
                     committed=side.get(decision.active, {}).get("committed"),
                     standby_committed=side.get(decision.standby, {}).get("committed"),
@@ -135,6 +146,14 @@ def build_work(
             work.append(_work_row(group_id, topic, partition, decision, side, shapes, detected_shapes, anchors,
                                   caught_up_points))
     return CycleWork(work, undecided, directions)
+
+
+def _refused(group_id: str, topic: str | None, errors: Iterable[tuple[str, str]]) -> str | None:
+    """The ``not_authorized`` reason when every read error (cluster, error) is a refusal by ACL."""
+    errors = list(errors)
+    if not errors or not all(refusal(why) for _, why in errors):
+        return None
+    return "; ".join(not_authorized_reason(why, cluster, topic=topic, group=group_id) for cluster, why in errors)
 
 
 def _work_row(group_id, topic, partition, decision, side, shapes, detected_shapes, anchors,

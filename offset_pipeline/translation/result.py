@@ -54,6 +54,9 @@ class TranslationStatus(str, Enum):
     NO_ANCHOR = "no_anchor"  # nothing safe found yet
     DIRECTION_UNDETERMINED = "direction_undetermined"
     CLUSTER_UNAVAILABLE = "cluster_unavailable"
+    # the broker refused a read of this group or topic for want of an ACL (the reason names the right);
+    # the group's other partitions and the other groups are synced as usual
+    NOT_AUTHORIZED = "not_authorized"
     SPARK_UNAVAILABLE = "spark_unavailable"  # the translation engine did not answer: nothing read or translated
     # the cycle's read budget ran out before the partition was read; it goes first next cycle
     TRANSLATION_DEFERRED = "translation_deferred"
