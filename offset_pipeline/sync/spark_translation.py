@@ -165,6 +165,11 @@ def translate_partition_rows(
             timeout_s=timeout_s, mirror_writes_headers=mirror_writes_headers,
         )
     except Exception as exc:  # noqa: BLE001 - any read failure is this partition's status, not the job's
+        from offset_pipeline.kafka_io.read_refusals import refused_read_reason
+
+        refused = refused_read_reason(exc, first, active_confs)  # a missing ACL: named, not an outage
+        if refused:
+            return failed(TranslationStatus.NOT_AUTHORIZED, refused)
         return failed(
             TranslationStatus.CLUSTER_UNAVAILABLE,
             f"reading {topic}[{partition}] ({active} -> {standby}) failed: {type(exc).__name__}: {exc}",
