@@ -1,6 +1,6 @@
-"""The least Kafka rights the sync principal needs for a sync cycle, as ACLs: created with the
-AdminClient on a secure dev cluster, and written as the equivalent ``kafka-acls.sh`` commands
-(README, "Connecting to secured clusters").
+"""The least Kafka rights the sync principal needs for a sync cycle, the stale fast-forward and the
+failover audit, as ACLs: created with the AdminClient on a secure dev cluster, and written as the
+equivalent ``kafka-acls.sh`` commands (README, "Connecting to secured clusters").
 
 Found by running a sync cycle as that principal on a secure broker (tests/secure/) and adding only
 what it was refused. Per cluster, for the topics it syncs and the groups it syncs, plus the
@@ -20,6 +20,27 @@ mirror's position group on the cluster that holds it:
 
 Nothing on the cluster resource: the group listing answers with the groups the principal may
 describe, and every other call names its topic or group.
+
+The other jobs need less, found the same way (each run as ``sync`` holding only the rights under
+test, one taken away at a time; tests/secure/test_secure_jobs.py), so one principal holding the
+sync's rights runs every job, and :func:`fast_forward_rights` / :func:`audit_rights` say what a job
+run under a principal of its own would need:
+
+* the **stale fast-forward** (``stale_partition_sensor`` and ``offset_fast_forwards``): topics
+  ``READ`` (the gap reads that prove only transaction markers lie between a position and a log
+  end, and the commit; the sensor alone gets by with the ``DESCRIBE`` it implies: log ends),
+  groups ``READ`` (the standby commit; with ``DESCRIBE`` only, the sensor and the job's re-reads
+  pass and the commit is refused, ``GROUP_AUTHORIZATION_FAILED``), ``DESCRIBE`` on
+  ``offset-pipeline-``... (the mirror positions, read by sensor and job: refused, every partition
+  is ``mirror_position_unknown``; and the gap readers' throwaway groups: refused, the job's live
+  re-read fails). Not ``DESCRIBE_CONFIGS``: it reads no topic configuration;
+* the **failover audit** (``offset_failover_audit``, its Spark tasks): topics ``READ`` (the records
+  of both logs; with ``DESCRIBE`` only the log ranges answer, the record reads are refused) and
+  ``DESCRIBE`` on ``offset-pipeline-``... (its readers' throwaway groups). No group of the
+  application (its moments come from ClickHouse), no mirror position, no topic configuration.
+  A refused read makes that topic-partition's moments ``cluster_unavailable``, naming the error.
+
+The continuous mode is the sync: the same clients, the same rights (:func:`sync_rights`).
 """
 
 from __future__ import annotations
@@ -33,6 +54,7 @@ OWN_GROUPS = "offset-pipeline-"
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -66,6 +88,29 @@ def sync_rights(topics: str, groups: str, mirror_position_group: str | None = No
     return rights
 
 
+def fast_forward_rights(topics: str, groups: str, mirror_position_group: str | None = None, *,
+                        prefixed: bool = True) -> list[Right]:
+    """The stale fast-forward's rights on one cluster (sensor and job; module docstring): the
+    sync's without ``DESCRIBE_CONFIGS``."""
+    rights = [
+        Right("topic", topics, prefixed, ("READ",)),
+        Right("group", groups, prefixed, ("READ",)),
+        Right("group", OWN_GROUPS, True, ("DESCRIBE",)),
+    ]
+    if mirror_position_group and not mirror_position_group.startswith(OWN_GROUPS):
+        rights.append(Right("group", mirror_position_group, False, ("DESCRIBE",)))
+    return rights
+
+
+def audit_rights(topics: str, *, prefixed: bool = True) -> list[Right]:
+    """The failover audit's rights on one cluster (module docstring): the records of the audited
+    topics, through readers in groups of its own."""
+    return [
+        Right("topic", topics, prefixed, ("READ",)),
+        Right("group", OWN_GROUPS, True, ("DESCRIBE",)),
+    ]
+
+
 def acl_bindings(principal: str, rights: list[Right]) -> list[AclBinding]:
     return [
         AclBinding(ResourceType[right.resource.upper()], right.name,
@@ -83,6 +128,18 @@ def grant(admin_config: dict, principal: str, rights: list[Right], timeout_s: fl
             future.result(timeout=timeout_s)
         except KafkaException as exc:
             raise RuntimeError(f"creating ACL {binding} failed: {exc.args[0] if exc.args else exc}") from exc
+
+
+def revoke_all(admin_config: dict, principal: str, timeout_s: float = 30.0) -> int:
+    """Delete every ACL of ``principal`` (as a principal allowed to); returns how many there were.
+    For the tests, which give one principal one job's rights after another."""
+    admin = AdminClient(admin_config)
+    everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, principal, None,
+                                  AclOperation.ANY, AclPermissionType.ANY)
+    deleted = 0
+    for future in admin.delete_acls([everything], request_timeout=timeout_s).values():
+        deleted += len(future.result(timeout=timeout_s))
+    return deleted
 
 
 def kafka_acls_commands(principal: str, rights: list[Right], *, bootstrap: str = "$BOOTSTRAP",

@@ -64,14 +64,25 @@ def audit_partition_rows(rows: list[dict[str, Any]], confs: dict[str, dict], *, 
     try:
         # Every moment's first region, read as one range per side (audit/moments.py widens the rare rest).
         both = [r for r in rows if r["committed"] is not None and r["standby_committed"] is not None]
+        unreadable = ""  # why the prefetch failed: the moments that read records get it as their reason
         if both:
             margin = FIRST_MARGIN
-            cache.prefetch(min(r["standby_committed"] for r in both) - margin,
-                           max(max(r["standby_committed"], r["standby_end_at"]) for r in both),
-                           min(r["committed"] for r in both) - margin,
-                           max(max(r["committed"], r["active_end_at"]) for r in both))
+            try:
+                cache.prefetch(min(r["standby_committed"] for r in both) - margin,
+                               max(max(r["standby_committed"], r["standby_end_at"]) for r in both),
+                               min(r["committed"] for r in both) - margin,
+                               max(max(r["committed"], r["active_end_at"]) for r in both))
+            except Exception as exc:  # noqa: BLE001 - the partition's status, not the job's
+                # e.g. a read refused on this one topic (no Read right): the day's other partitions
+                # are still audited. Not retried per moment: a cluster that timed out would cost
+                # one timeout per moment.
+                unreadable = f"reading {topic}[{partition}] failed: {type(exc).__name__}: {exc}"
+        reading = {id(r) for r in both}
         unattributed = cache.records_read  # the prefetch: counted on the partition's first moment
         for row in sorted(rows, key=lambda r: (r["snapshot_time"], r["group_id"])):
+            if unreadable and id(row) in reading:
+                results.append(out(row, "cluster_unavailable", reason=unreadable))
+                continue
             moment = Moment(row["group_id"], row["snapshot_id"], row["snapshot_time"], row["committed"],
                             row["standby_committed"], row["active_end_at"], row["standby_end_at"], row["strategy"])
             before, unattributed = cache.records_read - unattributed, 0
