@@ -13,6 +13,7 @@ import time
 import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -26,6 +27,7 @@ from devstack.sync_acls import (
     audit_rights,
     fast_forward_rights,
     grant,
+    kafka_acls_commands,
     revoke_all,
     sync_rights,
 )
@@ -52,6 +54,7 @@ from tests.secure.test_secure_sync import (
 pytestmark = pytest.mark.kafka
 
 PRINCIPAL = f"User:{SYNC_USER}"
+README = Path(__file__).resolve().parents[2] / "README.md"
 STALE_WINDOW_S = 4
 
 
@@ -314,3 +317,11 @@ def test_the_continuous_mode_as_the_sync_principal_commits_and_writes_checkpoint
     assert written == [(p, 15) for p in range(PARTITIONS)]
     snapshots = client.query("SELECT count(DISTINCT snapshot_id) FROM offset_snapshots").result_rows[0][0]
     assert snapshots >= 2
+
+
+def test_the_readme_gives_the_fast_forward_and_audit_rights_as_kafka_acls_commands():
+    """The commands of "The fast-forward's and the audit's rights" are the rights these tests grant."""
+    section = README.read_text().split("### The fast-forward's and the audit's rights", 1)[1].split("\n### ", 1)[0]
+    listed = [line for line in section.splitlines() if line.startswith("kafka-acls.sh")]
+    assert listed == (kafka_acls_commands(PRINCIPAL, fast_forward_rights("orders.", "orders-"))
+                      + kafka_acls_commands(PRINCIPAL, audit_rights("orders.")))
