@@ -34,37 +34,37 @@ def e(code: str, text: str) -> ReportedError:
 CASES = [
     # (name, settings, reported, client_error, cause, the message must contain)
     ("wrong CA", SECURE, [e("_SSL", UNTRUSTED), DOWN], None, ConnectionCause.TLS_UNTRUSTED,
-     ["idc1 (127.0.0.1:9093): TLS handshake failed: the broker's certificate is not signed by the CA in "
+     [("idc1 (127.0.0.1:9093): TLS handshake failed: the broker's certificate is not signed by the CA in "
       "OFFSET_PIPELINE_IDC1_SSL_CA_LOCATION (/etc/op/idc1-ca.pem) — set it to the PEM of the CA that signed "
-      "the brokers' certificates"]),
+      "the brokers' certificates")]),
     ("wrong CA, only the transport's copy", SECURE,
      [e("_TRANSPORT", BROKER + "error:0A000086:SSL routines::certificate verify failed (after 4ms in state "
         "SSL_HANDSHAKE)")], None, ConnectionCause.TLS_UNTRUSTED, ["OFFSET_PIPELINE_IDC1_SSL_CA_LOCATION"]),
     ("no CA set, system store", ClientSettings("idc2", "k:9093", "SSL"), [e("_SSL", UNTRUSTED)], None,
-     ConnectionCause.TLS_UNTRUSTED, ["idc2 (k:9093)", "a CA of this host's store (OFFSET_PIPELINE_IDC2_SSL_CA_LOCATION "
-                                     "is unset)"]),
+     ConnectionCause.TLS_UNTRUSTED, ["idc2 (k:9093)", ("a CA of this host's store (OFFSET_PIPELINE_IDC2_SSL_CA_LOCATION "
+                                     "is unset)")]),
     ("other TLS failure", SECURE, [e("_SSL", BROKER + "SSL handshake failed: wrong version number")], None,
      ConnectionCause.TLS_HANDSHAKE_FAILED, ["TLS handshake failed: SSL handshake failed: wrong version number"]),
     ("wrong password", SECURE, [e("_AUTHENTICATION", BAD_LOGIN), DOWN], None, ConnectionCause.AUTHENTICATION_FAILED,
-     ["idc1 (127.0.0.1:9093): authentication failed for user sync (SCRAM-SHA-512): wrong password in "
-      "OFFSET_PIPELINE_IDC1_SASL_PASSWORD or no such user"]),
+     [("idc1 (127.0.0.1:9093): authentication failed for user sync (SCRAM-SHA-512): wrong password in "
+      "OFFSET_PIPELINE_IDC1_SASL_PASSWORD or no such user")]),
     ("wrong mechanism PLAIN", ClientSettings("idc1", "127.0.0.1:9093", "SASL_SSL", "PLAIN", "sync"),
      [e("_AUTHENTICATION", PLAIN_REFUSED), DOWN], None, ConnectionCause.MECHANISM_NOT_ENABLED,
-     ["idc1 (127.0.0.1:9093): SASL mechanism PLAIN is not enabled on the broker (it offers SCRAM-SHA-512) — set "
-      "OFFSET_PIPELINE_IDC1_SASL_MECHANISM"]),
+     [("idc1 (127.0.0.1:9093): SASL mechanism PLAIN is not enabled on the broker (it offers SCRAM-SHA-512) — set "
+      "OFFSET_PIPELINE_IDC1_SASL_MECHANISM")]),
     ("wrong mechanism SCRAM-SHA-256", SECURE,
      [e("_AUTHENTICATION", PLAIN_REFUSED.replace("PLAIN", "SCRAM-SHA-256")), e("_AUTHENTICATION", BAD_LOGIN)], None,
      ConnectionCause.MECHANISM_NOT_ENABLED, ["SASL mechanism SCRAM-SHA-256 is not enabled"]),
     ("refused", SECURE, [e("_TRANSPORT", BROKER + "Connect to ipv4#127.0.0.1:9093 failed: Connection refused "
                            "(after 0ms in state CONNECT)"), DOWN], None, ConnectionCause.UNREACHABLE,
-     ["idc1 (127.0.0.1:9093): cannot connect: Connect to ipv4#127.0.0.1:9093 failed: Connection refused — check "
-      "OFFSET_PIPELINE_IDC1_BOOTSTRAP"]),
+     [("idc1 (127.0.0.1:9093): cannot connect: Connect to ipv4#127.0.0.1:9093 failed: Connection refused — check "
+      "OFFSET_PIPELINE_IDC1_BOOTSTRAP")]),
     ("SSL to a SASL_SSL listener", ClientSettings("idc1", "127.0.0.1:9093", "SSL"), [DOWN], None,
      ConnectionCause.PROTOCOL_MISMATCH, ["OFFSET_PIPELINE_IDC1_SECURITY_PROTOCOL (SSL) probably does not match"]),
     ("silence", SECURE, [], None, ConnectionCause.NO_ANSWER, ["no answer and no connection error reported"]),
     ("CA file missing", SECURE, [], "ssl.ca.location failed: error:80000002:system library::No such file or directory",
-     ConnectionCause.CA_FILE_UNREADABLE, ["the CA file in OFFSET_PIPELINE_IDC1_SSL_CA_LOCATION (/etc/op/idc1-ca.pem) "
-                                          "cannot be loaded"]),
+     ConnectionCause.CA_FILE_UNREADABLE, [("the CA file in OFFSET_PIPELINE_IDC1_SSL_CA_LOCATION (/etc/op/idc1-ca.pem) "
+                                          "cannot be loaded")]),
     ("another bad setting", SECURE, [], 'Invalid value "x" for configuration property "security.protocol"',
      ConnectionCause.CLIENT_SETTINGS_INVALID, ["the Kafka client refused its settings"]),
 ]
