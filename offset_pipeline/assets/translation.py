@@ -106,6 +106,10 @@ class TranslationConfig(dg.Config):
     # Kafka partitions each Spark task reads at once (threads, each with consumers of its own): a
     # partition's reads are round trips, mostly waiting, so several in flight overlap their waits.
     read_threads: int = Field(default=4, ge=1, le=32)
+    # Kafka partitions read together (kafka_io/batched_reads.py): one fetch per cluster serves all
+    # their passes, one offsets_for_times call all their lookups. 1: a round trip per pass, as a
+    # partition read alone. The read budget is checked per batch.
+    read_batch_partitions: int = Field(default=64, ge=1, le=4096)
     # Shape detection for topics not in topic_shapes (sync/shape_step.py): how many topics are sampled
     # per cycle, how many newest records per sample, how long evidence counts, how many records per
     # cluster a one-way verdict needs. Off: unconfigured topics stay unknown (header anchors only).
@@ -195,7 +199,7 @@ def offset_translations(
 
 def _read_settings(config: TranslationConfig) -> ReadSettings:
     return ReadSettings(config.window, config.refine_window, config.kafka_timeout_s, config.read_budget_s,
-                        config.mirror_writes_headers, config.read_threads)
+                        config.mirror_writes_headers, config.read_threads, config.read_batch_partitions)
 
 
 def _detect_shapes(context: dg.AssetExecutionContext, config: TranslationConfig, client, snapshot_id: str,

@@ -115,10 +115,37 @@ def translate_partition_rows(
 ) -> list[dict[str, Any]]:
     """The work of one task: rows of ONE (topic, partition, active, standby), read once, translated
     per group. Plain Python (no Spark), so it can run and be tested outside a Spark task."""
+    from offset_pipeline.kafka_io.partition_records import read_translation_facts
+
+    reads = partition_reads(rows, active_confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms, window=window,
+                            refine_window=refine_window, timeout_s=timeout_s,
+                            mirror_writes_headers=mirror_writes_headers)
+    if isinstance(reads, list):
+        return reads
+    try:
+        facts = read_translation_facts(*reads.args, **reads.kwargs)
+    except Exception as exc:  # noqa: BLE001 - any read failure is this partition's status, not the job's
+        return read_failed_rows(rows, exc, snapshot_id, cycle_time_ms, active_confs)
+    return translated_rows(rows, facts, snapshot_id, cycle_time_ms)
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionReads:
+    """The arguments of ``partition_records.read_translation_facts`` for one key's rows."""
+
+    args: tuple
+    kwargs: dict[str, Any]
+
+
+def partition_reads(
+    rows: list[dict[str, Any]], active_confs: dict[str, dict], *, snapshot_id: str, cycle_time_ms: int,
+    window: int = 50, refine_window: int = 200, timeout_s: float = 10.0, mirror_writes_headers: bool = True,
+) -> PartitionReads | list[dict[str, Any]]:
+    """What to read for one key's rows, or, when the rows cannot be read at all (no log range, no
+    client configuration, an unknown timestamp type), their result rows saying why."""
     from offset_pipeline.kafka_io.partition_records import (
         GroupPartitionInput,
         PartitionLogs,
-        read_translation_facts,
     )
 
     if not rows:
@@ -158,22 +185,35 @@ def translate_partition_rows(
         )
         for r in rows
     ]
-    try:
-        facts = read_translation_facts(
-            active, standby, active_confs[active], active_confs[standby], topic, partition, logs, inputs,
-            shape=shape, standby_timestamp_type=timestamp_type, window=window, refine_window=refine_window,
-            timeout_s=timeout_s, mirror_writes_headers=mirror_writes_headers,
-        )
-    except Exception as exc:  # noqa: BLE001 - any read failure is this partition's status, not the job's
-        from offset_pipeline.kafka_io.read_refusals import refused_read_reason
+    return PartitionReads(
+        (active, standby, active_confs[active], active_confs[standby], topic, partition, logs, inputs),
+        {"shape": shape, "standby_timestamp_type": timestamp_type, "window": window, "refine_window": refine_window,
+             "timeout_s": timeout_s, "mirror_writes_headers": mirror_writes_headers},
+    )
 
-        refused = refused_read_reason(exc, first, active_confs)  # a missing ACL: named, not an outage
-        if refused:
-            return failed(TranslationStatus.NOT_AUTHORIZED, refused)
-        return failed(
-            TranslationStatus.CLUSTER_UNAVAILABLE,
-            f"reading {topic}[{partition}] ({active} -> {standby}) failed: {type(exc).__name__}: {exc}",
-        )
+
+def read_failed_rows(rows: list[dict[str, Any]], exc: BaseException, snapshot_id: str, cycle_time_ms: int,
+                     active_confs: dict[str, dict]) -> list[dict[str, Any]]:
+    """The rows of a key whose reads failed: the failure is that partition's status, not the job's
+    (``not_authorized`` when the cluster refused a right, else ``cluster_unavailable``)."""
+    from offset_pipeline.kafka_io.read_refusals import refused_read_reason
+
+    refused = refused_read_reason(exc, rows[0], active_confs)  # a missing ACL: named, not an outage
+    if refused:
+        return untranslated_rows(rows, TranslationStatus.NOT_AUTHORIZED, refused, snapshot_id, cycle_time_ms)
+    first = rows[0]
+    topic, partition, active, standby = first["topic"], int(first["partition"]), first["active"], first["standby"]
+    return untranslated_rows(
+        rows, TranslationStatus.CLUSTER_UNAVAILABLE,
+        f"reading {topic}[{partition}] ({active} -> {standby}) failed: {type(exc).__name__}: {exc}",
+        snapshot_id, cycle_time_ms,
+    )
+
+
+def translated_rows(rows: list[dict[str, Any]], facts, snapshot_id: str, cycle_time_ms: int) -> list[dict[str, Any]]:
+    """One result row per group of the key's read ``facts`` (in the rows' order)."""
+    first = rows[0]
+    topic, partition, active, standby = first["topic"], int(first["partition"]), first["active"], first["standby"]
     out = []
     for fact in facts:
         bound = None
@@ -234,6 +274,7 @@ def translate_groups(
     first_keys: Iterable[tuple] = (),
     salt: str = "",
     read_threads: int = 1,
+    batch_keys: int = 1,
 ):
     """``work_df`` (:data:`WORK_SCHEMA`) to a DataFrame of :data:`RESULT_SCHEMA`, one row per input
     row. ``active_confs``: librdkafka client config per cluster name (plain dicts).
@@ -249,7 +290,7 @@ def translate_groups(
     ``translation_deferred``. ``first_keys`` are read first in their task (the keys deferred last
     cycle). ``salt`` (the cycle's id) moves keys between tasks from cycle to cycle, so a key never
     sits in a task that always starts late (tasks beyond the cores wait for a free one).
-    ``read_threads``: keys a task reads at once (:func:`translate_keyed_rows`).
+    ``read_threads``, ``batch_keys``: how a task reads its keys (:func:`translate_keyed_rows`).
     """
     from pyspark.sql import functions as F
 
@@ -268,7 +309,7 @@ def translate_groups(
         for rows in translate_keyed_rows(
             by_key, confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms, window=window,
             refine_window=refine_window, timeout_s=timeout_s, mirror_writes_headers=mirror_writes_headers,
-            read_until=read_until, first_keys=first, threads=read_threads,
+            read_until=read_until, first_keys=first, threads=read_threads, batch_keys=batch_keys,
         ):
             out += rows
             if len(out) >= _OUTPUT_BATCH_ROWS:
@@ -291,37 +332,82 @@ def translate_keyed_rows(
     first_keys: frozenset = frozenset(),
     clock: Callable[[], float] = time.time,
     threads: int = 1,
+    batch_keys: int = 1,
     **reading: Any,
 ) -> Iterator[list[dict[str, Any]]]:
     """One task's work: the result rows of each key (:data:`PARTITION_KEY`) of ``by_key``, the
-    ``first_keys`` first, the others in their given order. ``reading``: the read settings of
-    :func:`translate_partition_rows` (window, refine_window, timeout_s, mirror_writes_headers).
+    ``first_keys`` first, the others in their given order; results come back in that order.
+    ``reading``: the read settings of :func:`translate_partition_rows` (window, refine_window,
+    timeout_s, mirror_writes_headers).
 
-    ``threads`` > 1: that many keys are read at once, each by a thread with consumers of its own
-    (the pool's), started in the same order; results come back in that order. A key's reads are
-    round trips to the brokers (assign, fetch, offsets_for_times, unassign), mostly waiting, so keys
-    in flight together overlap their waits.
+    ``batch_keys`` > 1: the keys are read in batches of that many, each batch's reads together
+    (``kafka_io/batched_reads.py``: per round, one fetch per cluster for all the batch's passes and
+    one ``offsets_for_times`` call for all its lookups) instead of a round trip per pass and
+    lookup. ``threads`` > 1: that many batches (or single keys) are read at once, each by a thread
+    with consumers of its own (the pool's).
 
-    Invariants: every input row gives exactly one result row; once ``clock()`` passes ``read_until``
-    no further partition is read (a key is checked when its read starts), and the rows of every key
-    not read yet are ``translation_deferred`` with their anchors kept (no commit, nothing lost: the
-    next cycle reads them first).
+    Invariants: every input row gives exactly one result row; a key is admitted (``clock()`` asked
+    once) when its batch starts, and none is admitted once ``clock()`` passes ``read_until``: the
+    rows of every key not admitted are ``translation_deferred`` with their anchors kept (no commit,
+    nothing lost: the next cycle reads them first). A batch admitted before ``read_until`` is read
+    whole, so the budget is overrun by at most one batch's reads.
     """
     ordered = [k for k in by_key if k in first_keys] + [k for k in by_key if k not in first_keys]
 
+    def admitted(key: tuple) -> bool:
+        return read_until is None or clock() < read_until
+
+    def deferred(key: tuple) -> list[dict[str, Any]]:
+        topic, partition, active, standby = key
+        return untranslated_rows(
+            by_key[key], TranslationStatus.TRANSLATION_DEFERRED,
+            f"the cycle's read budget ran out before {topic}[{partition}] ({active} -> {standby}) was read; "
+            "it is read first next cycle (OFFSET_PIPELINE_TRANSLATION_BUDGET_S)",
+            snapshot_id, cycle_time_ms,
+        )
+
     def one(key: tuple) -> list[dict[str, Any]]:
-        rows = by_key[key]
-        if read_until is not None and clock() >= read_until:
-            topic, partition, active, standby = key
-            return untranslated_rows(
-                rows, TranslationStatus.TRANSLATION_DEFERRED,
-                f"the cycle's read budget ran out before {topic}[{partition}] ({active} -> {standby}) was read; "
-                "it is read first next cycle (OFFSET_PIPELINE_TRANSLATION_BUDGET_S)",
-                snapshot_id, cycle_time_ms,
-            )
-        return translate_partition_rows(rows, active_confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
+        if not admitted(key):
+            return deferred(key)
+        return translate_partition_rows(by_key[key], active_confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms,
                                         **reading)
 
+    def batch(keys: list[tuple]) -> list[list[dict[str, Any]]]:
+        from offset_pipeline.kafka_io.batched_reads import run_batched
+        from offset_pipeline.kafka_io.partition_records import translation_fact_steps
+
+        out: dict[tuple, list[dict[str, Any]]] = {}
+        reads: dict[tuple, PartitionReads] = {}
+        for key in keys:
+            if not admitted(key):
+                out[key] = deferred(key)
+                continue
+            planned = partition_reads(by_key[key], active_confs, snapshot_id=snapshot_id,
+                                      cycle_time_ms=cycle_time_ms, **reading)
+            if isinstance(planned, list):
+                out[key] = planned
+            else:
+                reads[key] = planned
+        if reads:
+            results = run_batched([translation_fact_steps(*r.args, **r.kwargs) for r in reads.values()],
+                                  timeout_s=reading.get("timeout_s", 10.0))
+            for key, result in zip(reads, results):
+                rows = by_key[key]
+                out[key] = (read_failed_rows(rows, result, snapshot_id, cycle_time_ms, active_confs)
+                            if isinstance(result, BaseException) else
+                            translated_rows(rows, result, snapshot_id, cycle_time_ms))
+        return [out[key] for key in keys]
+
+    if batch_keys > 1:
+        batches = [ordered[i:i + batch_keys] for i in range(0, len(ordered), batch_keys)]
+        if threads <= 1 or len(batches) <= 1:
+            for keys in batches:
+                yield from batch(keys)
+            return
+        with ThreadPoolExecutor(max_workers=min(threads, len(batches)), thread_name_prefix="translate-batch") as pool:
+            for rows_per_key in pool.map(batch, batches):
+                yield from rows_per_key
+        return
     if threads <= 1 or len(ordered) <= 1:
         for key in ordered:
             yield one(key)

@@ -95,6 +95,7 @@ class ReadSettings:
     read_budget_s: float
     mirror_writes_headers: bool
     read_threads: int = 1  # Kafka partitions a Spark task reads at once (spark_translation.translate_keyed_rows)
+    batch_keys: int = 1  # Kafka partitions read together (kafka_io/batched_reads.py)
 
 
 @dataclass(eq=False)
@@ -140,6 +141,7 @@ class TranslationJob:
             cycle_time_ms=self.cycle_time_ms, window=reads.window, refine_window=reads.refine_window,
             timeout_s=reads.kafka_timeout_s, mirror_writes_headers=reads.mirror_writes_headers, read_until=read_until,
             first_keys=self.first_in_line, salt=self.snapshot_id, read_threads=reads.read_threads,
+            batch_keys=reads.batch_keys,
         )
         return [{c: row[c] for c in RESULT_COLUMNS} for row in (r.asDict() for r in out.collect())]
 
