@@ -47,20 +47,22 @@ def ticking(deadline_after: int):
     return lambda: float(next(counter)), float(deadline_after)
 
 
-def run(keys: dict, reads: int | None, first=frozenset(), threads: int = 1) -> list[dict]:
+def run(keys: dict, reads: int | None, first=frozenset(), threads: int = 1, batch_keys: int = 1) -> list[dict]:
     clock, until = ticking(reads if reads is not None else 0)
     return [row for rows in translate_keyed_rows(
         keys, {}, snapshot_id="s", cycle_time_ms=0, read_until=until if reads is not None else None,
-        first_keys=frozenset(first), clock=clock, threads=threads,
+        first_keys=frozenset(first), clock=clock, threads=threads, batch_keys=batch_keys,
     ) for row in rows]
 
 
+@pytest.mark.parametrize("batch_keys", [1, 4])
 @pytest.mark.parametrize("reads", [None, 0, 1, 3, 6])
-def test_keys_read_at_once_each_give_one_row_and_stop_at_the_budget(reads):
-    # Threads start keys in a racy order; what holds: one result row per work row, in the work's
-    # key order, and exactly as many keys read as the budget allows (each start asks the clock once).
+def test_keys_read_at_once_each_give_one_row_and_stop_at_the_budget(reads, batch_keys):
+    # Threads start keys (or batches of keys) in a racy order; what holds: one result row per work
+    # row, in the work's key order, and exactly as many keys read as the budget allows (each key
+    # asks the clock once, when its batch starts).
     keys = by_key([work_row(g, p) for p in range(6) for g in ("a", "b")])
-    out = run(keys, reads, threads=4)
+    out = run(keys, reads, threads=4, batch_keys=batch_keys)
     assert [(r["partition"], r["group_id"]) for r in out] == [(p, g) for p in range(6) for g in ("a", "b")]
     attempted = {r["partition"] for r in out if r["status"] == ATTEMPTED}
     assert {r["partition"] for r in out if r["status"] == DEFERRED} == set(range(6)) - attempted
@@ -103,11 +105,12 @@ def test_a_deferred_row_keeps_its_anchor_commits_nothing_names_the_budget_and_is
     partitions=st.lists(st.tuples(st.integers(0, 6), st.sampled_from(["a", "b", "c"])), max_size=20),
     reads=st.one_of(st.none(), st.integers(0, 8)),
     first=st.sets(st.integers(0, 8)),
+    batch_keys=st.sampled_from([1, 2, 3, 64]),
 )
-def test_every_row_gives_one_result_and_no_key_is_read_after_the_deadline(partitions, reads, first):
+def test_every_row_gives_one_result_and_no_key_is_read_after_the_deadline(partitions, reads, first, batch_keys):
     rows = [work_row(g, p) for p, g in partitions]
     keys = by_key(rows)
-    out = run(keys, reads, {key_of(p) for p in first})
+    out = run(keys, reads, {key_of(p) for p in first}, batch_keys=batch_keys)
     assert sorted((r["group_id"], r["partition"]) for r in out) == sorted((g, p) for p, g in partitions)
     attempted = {r["partition"] for r in out if r["status"] == ATTEMPTED}
     assert len(attempted) == (len(keys) if reads is None else min(reads, len(keys)))
