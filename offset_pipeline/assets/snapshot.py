@@ -131,7 +131,8 @@ def _clusters_readable_check(unavailable: dict[str, str], unread: UnreadFacts) -
         description=(
             "both clusters answered; every group and partition was read" if readable else
             "; ".join(
-                [f"{name} unavailable" for name in sorted(unavailable)]
+                # the reason names the cause and its fix when the client reported one (a wrong CA, ...)
+                [f"{name} unavailable ({reason[:300]})" for name, reason in sorted(unavailable.items())]
                 + ([f"{len(unread.groups)} groups unreadable"] if unread.groups else [])
                 + [f"{unread.rows} snapshot rows without facts: not synced this cycle"]
             )

@@ -195,3 +195,54 @@ def test_the_sync_principal_is_refused_outside_its_rights_and_plaintext_is_refus
             plaintext.list_topics(timeout=3)
     finally:
         plaintext.close()
+
+
+WRONG = {  # case -> (the variable set wrong for idc1, its value from the pair, the cause, the message must say)
+    "wrong_ca": ("SSL_CA_LOCATION", lambda pair: str(pair.access["idc2"].ca_pem), "tls_untrusted",
+                 ("TLS handshake failed: the broker's certificate is not signed by the CA in "
+                 "OFFSET_PIPELINE_IDC1_SSL_CA_LOCATION ({value}) — set it to the PEM of the CA that signed the "
+                 "brokers' certificates")),
+    "wrong_password": ("SASL_PASSWORD", lambda pair: "not-" + pair.access["idc1"].passwords[SYNC_USER],
+                       "authentication_failed",
+                       (f"authentication failed for user {SYNC_USER} ({SCRAM_MECHANISM}): wrong password in "
+                       "OFFSET_PIPELINE_IDC1_SASL_PASSWORD or no such user")),
+    "wrong_mechanism": ("SASL_MECHANISM", lambda pair: "SCRAM-SHA-256", "mechanism_not_enabled",
+                        (f"SASL mechanism SCRAM-SHA-256 is not enabled on the broker (it offers {SCRAM_MECHANISM}) — "
+                        "set OFFSET_PIPELINE_IDC1_SASL_MECHANISM")),
+}
+
+
+@pytest.mark.parametrize("case", WRONG)
+def test_a_wrong_ca_password_or_mechanism_is_named_with_the_cluster_and_the_fix(secure_pair, monkeypatch, capsys,
+                                                                               case):
+    """Where a user meets the failure: ``offset-pipeline connections``, the snapshot's read of the
+    cluster (its reason is the rows' read_error and the clusters_readable check's) and the resource's
+    ``describe``. The other cluster, set right, is read as usual."""
+    from offset_pipeline.cli import main
+    from offset_pipeline.cli.connections import kafka_clusters
+    from offset_pipeline.kafka_io.group_offsets import GroupFilter
+    from offset_pipeline.resources import KafkaClusterUnreachable
+    from offset_pipeline.sync.snapshot_step import read_clusters
+
+    variable, value_of, cause, says = WRONG[case]
+    sync_environment(secure_pair, monkeypatch)
+    value = value_of(secure_pair)
+    monkeypatch.setenv(f"OFFSET_PIPELINE_IDC1_{variable}", value)
+    expected = f"idc1 ({secure_pair.access['idc1'].bootstrap_servers}): " + says.format(value=value)
+
+    started = time.monotonic()
+    assert main(["connections", "--timeout-s", "10"]) == 1
+    printed = capsys.readouterr().out.splitlines()
+    assert time.monotonic() - started < 8  # the cause ends the probe, not its timeout
+    assert printed[0].startswith(expected) and printed[0].endswith(f"[{cause}]")
+    assert printed[1].startswith(f"idc2 ({secure_pair.access['idc2'].bootstrap_servers}): connected")
+
+    clusters = kafka_clusters()
+    reads = read_clusters({name: r.admin_config for name, r in clusters.items()}, GroupFilter(f"^{GROUPS}"), 3.0)
+    assert reads.unavailable["idc1"].startswith(expected)
+    assert "idc2" not in reads.unavailable
+
+    with pytest.raises(KafkaClusterUnreachable) as unreachable:
+        clusters["idc1"].describe(timeout_s=3.0)
+    assert unreachable.value.diagnosis.cause.value == cause and expected in str(unreachable.value)
+    assert secure_pair.access["idc1"].passwords[SYNC_USER] not in str(unreachable.value) + reads.unavailable["idc1"]
