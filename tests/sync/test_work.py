@@ -268,6 +268,36 @@ def test_unread_facts_are_never_translated_and_say_why(name, cluster, state, par
             assert result.anchor_to_keep == Anchor("idc1", "idc2", 3, 3)
 
 
+REFUSED_GROUP = 'KafkaException: KafkaError{code=GROUP_AUTHORIZATION_FAILED,val=30,str="Broker: Group authorization failed"}'
+REFUSED_TOPIC = 'KafkaException: KafkaError{code=TOPIC_AUTHORIZATION_FAILED,val=29,str="Broker: Topic authorization failed"}'
+REFUSED_CASES = [
+    # (name, cluster, state, partition, error, expected status per partition, reason fragments)
+    ("group hidden on the active", "idc1", "UNREADABLE", None, REFUSED_GROUP,
+     {0: TranslationStatus.NOT_AUTHORIZED, 1: TranslationStatus.NOT_AUTHORIZED},
+     ["not authorized on idc1", f"may not read group {G!r}", f"--operation Read --group {G!r}"]),
+    ("topic refused on the standby: that partition only", "idc2", "Empty", 1, REFUSED_TOPIC,
+     {0: None, 1: TranslationStatus.NOT_AUTHORIZED},
+     ["not authorized on idc2", "may not read topic 't'", "--operation Read --operation DescribeConfigs --topic 't'"]),
+    ("an outage stays cluster_unavailable", "idc1", "UNREADABLE", None, "KafkaException: _TIMED_OUT",
+     {0: TranslationStatus.CLUSTER_UNAVAILABLE, 1: TranslationStatus.CLUSTER_UNAVAILABLE}, ["_TIMED_OUT"]),
+]
+
+
+@pytest.mark.parametrize("name, cluster, state, partition, error, expected, says", REFUSED_CASES,
+                         ids=[c[0] for c in REFUSED_CASES])
+def test_a_read_refused_by_acl_is_not_authorized_naming_cluster_resource_and_right(name, cluster, state, partition,
+                                                                                 error, expected, says):
+    snapshot = with_state(rows(members=(1, 0), committed=({("t", 0): 10, ("t", 1): 5}, {("t", 0): 4, ("t", 1): 2})),
+                          cluster, state, error, partition)
+    cycle = build_work(snapshot, {}, {}, CLUSTERS)
+    statuses = {r.partition: r.status for r in cycle.undecided}
+    assert {p: statuses.get(p) for p in expected} == expected
+    assert {w["partition"] for w in cycle.work} == {p for p, status in expected.items() if status is None}
+    for result in cycle.undecided:
+        for text in says:
+            assert text in result.reason
+
+
 def test_rows_without_the_new_columns_still_build_work():
     """Rows of a table from before group_state/read_error (10 values) are read as fully read."""
     assert len(build_work(rows(members=(1, 0)), {}, {}, CLUSTERS).work) == 1
