@@ -174,3 +174,44 @@ def test_isolated_group_calls_commit_as_the_direct_ones_do(kafka_pair):
     assert [(s.partition, s.decision, s.applied, s.committed_after) for s in stored] == [
         (0, "commit", True, 4), (1, "refused_no_loss_check", False, None)]
     assert committed(kafka_pair.bootstrap("idc2"), group, topic) == {0: 4}
+
+
+class RefusingIO:
+    """Group calls as a broker with one ACL missing answers them (the real refusals are in
+    tests/secure/test_secure_unauthorized.py): the standby group's commit, or its re-read."""
+
+    def __init__(self, refuse: str):
+        self.refuse = refuse
+
+    def member_count(self, cluster, group_id, timeout_s):
+        return 1
+
+    def live_state(self, cluster, group_id, partitions, timeout_s):
+        from offset_pipeline.kafka_io.group_io import GroupIOError
+        from offset_pipeline.kafka_io.standby_groups import LiveGroupState
+
+        if self.refuse == "reread":
+            raise GroupIOError("KafkaCallFailed: KafkaException: GROUP_AUTHORIZATION_FAILED: Broker: Group "
+                               "authorization failed", unreachable=False)
+        return LiveGroupState(cluster, group_id, "EMPTY", 0, {})
+
+    def commit(self, cluster, group_id, offsets, partitions, timeout_s):
+        from offset_pipeline.kafka_io.group_commits import GroupCommitWrite, PartitionWrite
+
+        error = "GROUP_AUTHORIZATION_FAILED: Broker: Group authorization failed"
+        return GroupCommitWrite(cluster, group_id, tuple(PartitionWrite(t, p, o, False, error, None)
+                                                         for (t, p), o in offsets.items()), {}, call_error=None)
+
+
+@pytest.mark.parametrize("refuse, doing", [("commit", "committing"), ("reread", "re-reading the group")])
+def test_a_refusal_by_acl_on_the_standby_group_is_not_authorized_naming_the_right(refuse, doing):
+    rows = [translated("g", "t", p, 10, status="header_exact") for p in (0, 1)]
+    clusters = {"idc1": object(), "idc2": object()}
+    unreachable: dict[str, str] = {}
+    plan, stored = commit_group(rows, clusters, CYCLE, io=RefusingIO(refuse), unreachable=unreachable)
+    assert [(s.decision, s.applied) for s in stored] == [("not_authorized", False)] * 2
+    assert [c.decision.value for c in plan] == ["not_authorized"] * 2
+    for row in stored:
+        assert f"not authorized on idc2 while {doing}" in row.reason and "--operation Read --group 'g'" in row.reason
+        assert "GROUP_AUTHORIZATION_FAILED" in row.error
+    assert unreachable == {}  # a refusal is no outage: the cycle's other groups still call idc2
