@@ -196,7 +196,10 @@ class RefusingIO:
         return LiveGroupState(cluster, group_id, "EMPTY", 0, {})
 
     def commit(self, cluster, group_id, offsets, partitions, timeout_s):
-        from offset_pipeline.kafka_io.group_commits import GroupCommitWrite, PartitionWrite
+        from offset_pipeline.kafka_io.group_commits import (
+            GroupCommitWrite,
+            PartitionWrite,
+        )
 
         error = "GROUP_AUTHORIZATION_FAILED: Broker: Group authorization failed"
         return GroupCommitWrite(cluster, group_id, tuple(PartitionWrite(t, p, o, False, error, None)
