@@ -1,4 +1,4 @@
-"""``python -m devstack {fetch,up,watch,down,status,clean,shapes,spark-url,spark-master-url,spark-standalone-conf,instance-config,postgres}`` — the local stack's commands."""
+"""``python -m devstack {fetch,up,watch,down,status,clean,shapes,sync-env,spark-url,spark-master-url,spark-standalone-conf,instance-config,postgres}`` — the local stack's commands."""
 
 from __future__ import annotations
 
@@ -31,12 +31,17 @@ def main(argv: list[str] | None = None) -> int:
                                   "master and two workers whose executors lack offset_pipeline, or none")
         command.add_argument("--no-spark-connect", dest="spark", action="store_const", const="none",
                              help="the same as --spark none")
+        command.add_argument("--secure", action="store_true",
+                             help="secure clusters: SASL_SSL, SCRAM-SHA-512, ACLs (as OFFSET_PIPELINE_DEVSTACK_SECURE=1); "
+                                  "the sync logs in as 'sync' with the settings `sync-env` prints")
     down = sub.add_parser("down", help="stop everything the stack started")
     down.add_argument("--leave-postgres", action="store_true",
                       help="all but the PostgreSQL server (bin/up stops it once Dagster, which writes there, has ended)")
     sub.add_parser("status", help="show what runs")
     sub.add_parser("clean", help="stop everything and delete cluster data and logs (keeps the jar cache)")
     sub.add_parser("shapes", help="print OFFSET_PIPELINE_TOPIC_SHAPES for the traffic plan's topics")
+    sub.add_parser("sync-env", help="a secure stack: print the shell exports that make the sync log in as 'sync' "
+                                    "(bin/up evaluates them; the password included); a plain stack: nothing")
     sub.add_parser("spark-url", help="print the local Spark Connect server's URL (OFFSET_PIPELINE_SPARK_CONNECT_URL)")
     sub.add_parser("spark-master-url", help="print the local standalone cluster's master URL (OFFSET_PIPELINE_SPARK_MASTER)")
     sub.add_parser("spark-standalone-conf", help="print OFFSET_PIPELINE_SPARK_CONF for runs on the standalone cluster")
@@ -60,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = StackSettings(
             settings.base_dir, settings.seed, settings.rate_scale,
             traffic=not args.no_traffic, consumers=not args.no_consumers, spark=args.spark,
-            postgres=settings.postgres,
+            postgres=settings.postgres, secure=settings.secure or args.secure,
         )
     stack = DevStack(settings)
     try:
@@ -78,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
             stack.clean()
         elif args.command == "shapes":
             print(plan_topic_shapes())
+        elif args.command == "sync-env":
+            import shlex
+
+            for name, value in stack.sync_env().items():
+                print(f"export {name}={shlex.quote(value)}")
         elif args.command == "instance-config":
             from pathlib import Path
 

@@ -33,7 +33,13 @@ from typing import Callable, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from devstack.cli import cluster_address, start_process_logging, stop_on_signals
+from devstack.cli import (
+    add_login_argument,
+    cluster_address,
+    login_configs,
+    start_process_logging,
+    stop_on_signals,
+)
 
 log = logging.getLogger("offset_pipeline.consumers")
 
@@ -306,11 +312,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processed-dir", type=Path, default=None,
                         help="append each group's processed record ids to DIR/<group>.jsonl")
     parser.add_argument("--report-every", type=float, default=30.0, help="seconds between summary lines")
+    add_login_argument(parser)
     args = parser.parse_args(argv)
     start_process_logging()
 
     stop = stop_on_signals()
     bootstraps = dict(args.bootstrap)
+    logins = login_configs(args.login)
     groups = default_groups(args.prefix)
     missing = sorted({g.active_cluster for g in groups} - set(bootstraps))
     if missing:
@@ -320,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         GroupRunner(
             spec, bootstraps[spec.active_cluster],
             args.processed_dir / processed_file_name(spec.group_id) if args.processed_dir else None,
+            client_config=logins.get(spec.active_cluster),
         )
         for spec in groups
     ]

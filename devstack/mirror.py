@@ -51,7 +51,13 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from devstack.cli import cluster_address, start_process_logging, stop_on_signals
+from devstack.cli import (
+    add_login_argument,
+    cluster_address,
+    login_configs,
+    start_process_logging,
+    stop_on_signals,
+)
 
 ORIGIN_CLUSTER_HEADER = "IDC"
 ORIGIN_OFFSET_HEADER = "Offset"
@@ -615,11 +621,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--topics", default=DEFAULT_TOPIC_PATTERN, help="regex of topics to mirror")
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--instance", default="", help="name of this mirror when several copy one direction")
+    add_login_argument(parser)
     args = parser.parse_args(argv)
     start_process_logging()
     stop = stop_on_signals()
+    logins = login_configs(args.login)
+    source, target = (MirrorEndpoint(e.name, e.bootstrap_servers, client_config=logins.get(e.name, {}))
+                      for e in (args.source, args.target))
     config = MirrorConfig(
-        args.source, args.target, topic_pattern=args.topics, batch_size=args.batch_size, instance=args.instance
+        source, target, topic_pattern=args.topics, batch_size=args.batch_size, instance=args.instance
     )
     try:
         mirror = DataMirror(config, stop)

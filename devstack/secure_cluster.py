@@ -54,6 +54,21 @@ class SecureAccess:
         }
 
 
+def access_file(data_dir: Path) -> Path:
+    """Where a secure cluster whose data folder is ``data_dir`` keeps its CA and passwords."""
+    return data_dir / ACCESS_FILE
+
+
+def login_config(access_path: Path, user: str = ADMIN_USER) -> dict[str, str]:
+    """librdkafka settings (all but ``bootstrap.servers``) of ``user`` on the secure cluster whose
+    access file is ``access_path``: how the stack's processes (mirror, traffic, consumers) log in
+    without a password on their command line or in their environment."""
+    access = json.loads(access_path.read_text())
+    config = SecureAccess("", Path(access["ca_pem"]), access["passwords"]).client_config(user)
+    del config["bootstrap.servers"]
+    return config
+
+
 def _jaas(user: str, password: str) -> str:
     return f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{user}" password="{password}";'
 
@@ -83,7 +98,7 @@ def secure_broker_settings(port: int, controller_port: int, certs: BrokerCertifi
 
 
 def _load_or_make_access(data_dir: Path, name: str) -> dict[str, Any]:
-    path = data_dir / ACCESS_FILE
+    path = access_file(data_dir)
     if path.exists():
         return json.loads(path.read_text())
     data_dir.mkdir(parents=True, exist_ok=True)

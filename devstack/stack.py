@@ -2,6 +2,14 @@
 Spark the sync runs use: a Spark Connect server (the default) or a Spark standalone cluster (a master
 and two workers whose executors lack offset_pipeline, ``--spark standalone``).
 
+A secure stack (``OFFSET_PIPELINE_DEVSTACK_SECURE=1``, ``up --secure``): both clusters are the secure
+broker of ``devstack/secure_cluster.py`` (SASL_SSL, SCRAM-SHA-512, ACLs enforced); the mirror,
+traffic and consumers log in as ``admin`` (``--login``: the path of the cluster's 0600 access file,
+never the password itself); ``up`` grants ``sync`` the least rights of ``devstack/sync_acls.py`` for
+the workload's topics and groups; ``sync-env`` prints the product's settings for logging in as
+``sync`` (``bin/up`` exports them for Dagster). The data folder remembers: a stack made secure stays
+secure for ``status``, ``down`` and ``up`` until ``clean``.
+
 ``DevStack.up()`` is what the README's main command runs before it starts the Dagster UI.
 Everything lives under :func:`~devstack.paths.stack_dir`.
 """
@@ -30,6 +38,14 @@ from devstack.paths import (
 )
 from devstack.postgres import LocalPostgres, dagster_storage
 from devstack.processes import ManagedProcess, PartState
+from devstack.secure_cluster import (
+    ADMIN_USER,
+    SCRAM_MECHANISM,
+    SYNC_USER,
+    SecureAccess,
+    access_file,
+    secure_cluster,
+)
 from devstack.spark_connect import SparkConnectServer
 from devstack.spark_standalone import SparkStandalone
 
@@ -52,6 +68,8 @@ class StackSettings:
     spark: str = "connect"  # one of SPARK_CHOICES
     # Dagster's storage on the stack's own PostgreSQL server (OFFSET_PIPELINE_DAGSTER_STORAGE=postgres)
     postgres: bool = False
+    # secure clusters (OFFSET_PIPELINE_DEVSTACK_SECURE=1, or a data folder made secure before)
+    secure: bool = False
 
     def __post_init__(self) -> None:
         if self.spark not in SPARK_CHOICES:
@@ -64,7 +82,25 @@ class StackSettings:
             seed=int(os.environ.get("OFFSET_PIPELINE_SEED", "7")),
             rate_scale=float(os.environ.get("OFFSET_PIPELINE_RATE_SCALE", "1.0")),
             postgres=dagster_storage() == "postgres",
+            secure=stack_security(stack_dir()),
         )
+
+
+SECURE_ENV = "OFFSET_PIPELINE_DEVSTACK_SECURE"
+
+
+def stack_security(base_dir: Path, env=None) -> bool:
+    """Whether the stack in ``base_dir`` is secure: ``OFFSET_PIPELINE_DEVSTACK_SECURE`` (``1``/``0``)
+    when set, else whether its clusters' data folders were made secure (so ``bin/stack status`` and
+    ``down`` from another shell find a secure stack without the variable)."""
+    text = ((os.environ if env is None else env).get(SECURE_ENV) or "").strip().lower()
+    if text in ("1", "true", "yes"):
+        return True
+    if text in ("0", "false", "no"):
+        return False
+    if text:
+        raise DevStackError(f"{SECURE_ENV}={text!r}: expected 1 or 0")
+    return any(access_file(base_dir / p.name).exists() for p in cluster_ports())
 
 
 def plan_topic_shapes(prefix: str = "") -> str:
@@ -78,14 +114,89 @@ def plan_topic_shapes(prefix: str = "") -> str:
     )
 
 
+def workload_sync_rights(topics: list[str], groups: list[str], mirror_position_group: str):
+    """The sync's rights on one cluster of the stack (devstack/sync_acls.py): every topic of the
+    traffic plan and every consumer group by its exact name, its own groups, the mirror's position
+    group kept there."""
+    from devstack.sync_acls import sync_rights
+
+    # sync_rights covers one topic and one group a call: pair them up until both lists are covered
+    rights = [right for i in range(max(len(topics), len(groups)))
+              for right in sync_rights(topics[i % len(topics)], groups[i % len(groups)], mirror_position_group,
+                                       prefixed=False)]
+    return list(dict.fromkeys(rights))
+
+
 class DevStack:
     def __init__(self, settings: StackSettings):
         self.settings = settings
         self.run_dir = settings.base_dir / "run"
+        self.access: dict[str, SecureAccess] = {}  # a secure stack's clusters: how to log in
         self.clusters = [
             KafkaCluster(ClusterSpec(p.name, p.port, p.controller_port, settings.base_dir / p.name), jars_dir())
             for p in cluster_ports()
         ]
+        if settings.secure and all(access_file(c.spec.data_dir).exists() for c in self.clusters):
+            self._secure_clusters()
+
+    def _secure_clusters(self) -> None:
+        """The secure clusters in place of the plain ones; their certificates and passwords are made
+        on the first call for a data folder (keytool, both clusters at once)."""
+        with ThreadPoolExecutor(max_workers=len(self.clusters), thread_name_prefix="certificates") as pool:
+            built = list(pool.map(
+                lambda c: secure_cluster(c.spec.name, c.spec.port, c.spec.controller_port, c.spec.data_dir,
+                                         jars_dir()), self.clusters))
+        self.clusters = [cluster for cluster, _ in built]
+        self.access = {cluster.spec.name: access for cluster, access in built}
+
+    def _check_security(self) -> None:
+        """Refuse clusters whose data was formatted otherwise: a plain broker's storage has no SCRAM
+        credentials, and a secure one's access file would be left behind."""
+        for cluster in self.clusters:
+            formatted = (cluster.spec.data_dir / "kraft-logs" / "meta.properties").exists()
+            secure_data = access_file(cluster.spec.data_dir).exists()
+            if formatted and secure_data != self.settings.secure:
+                made, wanted = ("secure", "plain") if secure_data else ("plain", "secure")
+                raise DevStackError(
+                    f"{cluster.spec.name}: its data in {cluster.spec.data_dir} was made for a {made} cluster, "
+                    f"and a {wanted} one was asked for ({SECURE_ENV}); run `bin/stack clean` first, or choose "
+                    f"another OFFSET_PIPELINE_DEVSTACK_DIR")
+
+    def admin_configs(self) -> dict[str, dict[str, str]]:
+        """Cluster name -> the librdkafka login of ``admin`` (all but the bootstrap servers); empty
+        for a plain stack."""
+        return {name: {k: v for k, v in access.client_config(ADMIN_USER).items() if k != "bootstrap.servers"}
+                for name, access in self.access.items()}
+
+    def sync_env(self) -> dict[str, str]:
+        """The product's settings for logging in to each secure cluster as ``sync``
+        (``OFFSET_PIPELINE_<CLUSTER>_...``, the password included): what ``bin/up`` exports for
+        Dagster. Empty for a plain stack."""
+        env = {}
+        for name, access in self.access.items():
+            prefix = f"OFFSET_PIPELINE_{name.upper()}_"
+            env.update({prefix + "SECURITY_PROTOCOL": "SASL_SSL", prefix + "SASL_MECHANISM": SCRAM_MECHANISM,
+                        prefix + "SASL_USERNAME": SYNC_USER, prefix + "SASL_PASSWORD": access.passwords[SYNC_USER],
+                        prefix + "SSL_CA_LOCATION": str(access.ca_pem)})
+        return env
+
+    def grant_sync_rights(self, echo=print) -> None:
+        """``sync``'s least rights on each secure cluster (idempotent: an existing ACL stays)."""
+        from devstack.consumers import default_groups
+        from devstack.mirror import MirrorConfig, MirrorEndpoint
+        from devstack.sync_acls import grant
+        from devstack.traffic import default_plan
+
+        topics, groups = [t.name for t in default_plan()], [g.group_id for g in default_groups()]
+        for name, config in self.admin_configs().items():
+            others = [other for other in self.bootstraps if other != name]
+            position_groups = [MirrorConfig(MirrorEndpoint(other, ""), MirrorEndpoint(name, "")).group_id
+                               for other in others]
+            rights = list(dict.fromkeys(right for group in position_groups
+                                        for right in workload_sync_rights(topics, groups, group)))
+            grant({"bootstrap.servers": self.bootstraps[name], "log_level": 3, **config}, f"User:{SYNC_USER}", rights)
+            echo(f"cluster {name:5} {SYNC_USER!r} may read {len(topics)} topics and sync {len(groups)} groups "
+                 f"({sum(len(r.operations) for r in rights)} ACLs)")
 
     @property
     def spark_connect(self) -> SparkConnectServer:
@@ -118,6 +229,12 @@ class DevStack:
     def _bootstrap_args(self) -> tuple[str, ...]:
         return tuple(arg for name, bs in self.bootstraps.items() for arg in ("--bootstrap", f"{name}={bs}"))
 
+    def _login_args(self) -> tuple[str, ...]:
+        """A secure stack's processes log in as admin with each cluster's access file (its path on
+        the command line, never the password)."""
+        return tuple(arg for c in self.clusters if c.spec.name in self.access
+                     for arg in ("--login", f"{c.spec.name}={access_file(c.spec.data_dir)}"))
+
     def processes(self) -> list[ManagedProcess]:
         """In start order; stopped in reverse."""
         names = list(self.bootstraps)
@@ -125,7 +242,8 @@ class DevStack:
             ManagedProcess(
                 f"mirror-{src}-to-{dst}",
                 "devstack.mirror",
-                ("--source", f"{src}={self.bootstraps[src]}", "--target", f"{dst}={self.bootstraps[dst]}"),
+                ("--source", f"{src}={self.bootstraps[src]}", "--target", f"{dst}={self.bootstraps[dst]}",
+                 *self._login_args()),
                 self.run_dir,
             )
             for src in names
@@ -138,7 +256,7 @@ class DevStack:
                     "traffic",
                     "devstack.traffic",
                     (*self._bootstrap_args(), "--seed", str(self.settings.seed),
-                     "--rate-scale", str(self.settings.rate_scale)),
+                     "--rate-scale", str(self.settings.rate_scale), *self._login_args()),
                     self.run_dir,
                 )
             )
@@ -147,7 +265,8 @@ class DevStack:
                 ManagedProcess(
                     "consumers",
                     "devstack.consumers",
-                    (*self._bootstrap_args(), "--processed-dir", str(self.settings.base_dir / "processed")),
+                    (*self._bootstrap_args(), "--processed-dir", str(self.settings.base_dir / "processed"),
+                     *self._login_args()),
                     self.run_dir,
                 )
             )
@@ -157,6 +276,9 @@ class DevStack:
         """Start every part that does not run: a first start, or a restart of exactly the parts
         that died (a broker, a mirror, ...); living parts are left alone."""
         echo(f"Kafka jars: {fetch_jars(jars_dir())}")
+        self._check_security()
+        if self.settings.secure and not self.access:
+            self._secure_clusters()  # a first secure start: certificates and passwords made now
         spark = self.spark_connect if self.settings.spark == "connect" else None
         standalone_before = self._standalone_state() if self.settings.spark == "standalone" else None
         spark_before = spark.process().state() if spark is not None else None
@@ -171,7 +293,11 @@ class DevStack:
         # Topics first, on both sides with equal partition counts, so the mirror finds them.
         from devstack.traffic import default_plan, ensure_topics
 
-        ensure_topics(default_plan(), self.bootstraps)
+        ensure_topics(default_plan(), self.bootstraps, client_configs=self.admin_configs())
+        if self.access:
+            echo(f"secure clusters (SASL_SSL, {SCRAM_MECHANISM}, ACLs): mirror, traffic and consumers log in as "
+                 f"{ADMIN_USER!r}, the sync as {SYNC_USER!r} (`python -m devstack sync-env`; bin/up exports it)")
+            self.grant_sync_rights(echo)
         for proc in self.processes():
             before = proc.state()
             echo(f"{proc.name:22} pid {proc.start()}  {_how_started(*before)}  log {proc.log_path}")
@@ -262,6 +388,9 @@ class DevStack:
 
     def status_lines(self) -> list[str]:
         lines = [f"cluster {c.status().line()}" for c in self.clusters]
+        if self.settings.secure:
+            lines.append(f"{'security':22} SASL_SSL {SCRAM_MECHANISM}, ACLs; logins and CA in "
+                         f"{', '.join(str(access_file(c.spec.data_dir)) for c in self.clusters)} (0600)")
         for proc in self.processes():
             lines.append(f"{proc.name:22} {_state_text(*proc.state()):16} log {proc.log_path}")
         spark = self.spark_connect

@@ -48,7 +48,13 @@ from typing import Callable, Iterable, Mapping
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from devstack.cli import cluster_address, start_process_logging, stop_on_signals
+from devstack.cli import (
+    add_login_argument,
+    cluster_address,
+    login_configs,
+    start_process_logging,
+    stop_on_signals,
+)
 from devstack.errors import DevStackError
 
 log = logging.getLogger("offset_pipeline.traffic")
@@ -136,8 +142,10 @@ def default_plan(prefix: str = "") -> tuple[TopicTraffic, ...]:
     )
 
 
-def ensure_topics(plan: Iterable[TopicTraffic], bootstraps: Mapping[str, str], timeout_s: float = 60.0) -> None:
-    """Create every topic of ``plan`` on every cluster of ``bootstraps`` with its partition count.
+def ensure_topics(plan: Iterable[TopicTraffic], bootstraps: Mapping[str, str], timeout_s: float = 60.0,
+                  client_configs: Mapping[str, Mapping[str, object]] | None = None) -> None:
+    """Create every topic of ``plan`` on every cluster of ``bootstraps`` with its partition count
+    (``client_configs``: a cluster's login, when it is secure).
 
     Idempotent: an existing topic (made by an earlier run, or by the mirror from the other side)
     is fine when its partition count matches; otherwise :class:`TopicLayoutError`. Returns once
@@ -145,7 +153,7 @@ def ensure_topics(plan: Iterable[TopicTraffic], bootstraps: Mapping[str, str], t
     """
     wanted = {t.name: t.partitions for t in plan}
     for cluster, bootstrap in bootstraps.items():
-        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, **(client_configs or {}).get(cluster, {})})
         try:
             existing = _partition_counts(admin, timeout_s)
         except KafkaException as exc:
@@ -347,6 +355,7 @@ class TrafficGenerator:
         *,
         produced_log: Path | None = None,
         client_config: Mapping[str, object] | None = None,
+        cluster_configs: Mapping[str, Mapping[str, object]] | None = None,
         transaction_timeout_s: float = 60.0,
     ):
         self.plan = tuple(plan)
@@ -363,6 +372,8 @@ class TrafficGenerator:
         if unknown:
             raise ValueError(f"the plan produces on {unknown} but no bootstrap was given for them")
         self._client_config = {"log_level": 3, **(client_config or {})}
+        # per cluster, on top of client_config: a secure cluster's login (devstack/secure_cluster.py)
+        self._cluster_configs = {name: dict(config) for name, config in (cluster_configs or {}).items()}
         self.streams = [_Stream(t, origin, seed) for t in self.plan for origin in t.producers_on]
         self._streams_by_key = {(s.topic.name, s.origin): s for s in self.streams}
         self._producers: dict[str, Producer] = {}
@@ -381,6 +392,7 @@ class TrafficGenerator:
                     "acks": "all",
                     "linger.ms": 5,
                     **self._client_config,
+                    **self._cluster_configs.get(cluster, {}),
                 }
             )
         return self._producers[cluster]
@@ -398,6 +410,7 @@ class TrafficGenerator:
                     "linger.ms": 5,
                     "transaction.timeout.ms": int(self.transaction_timeout_s * 1000),
                     **self._client_config,
+                    **self._cluster_configs.get(stream.origin, {}),
                 }
             )
             producer.init_transactions(self.transaction_timeout_s)  # fences an earlier instance
@@ -671,16 +684,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-every", type=float, default=30.0, help="seconds between summary lines")
     parser.add_argument("--produced-log", type=Path, default=None,
                         help="append one JSON line per acknowledged record (id, offset, committed) here")
+    add_login_argument(parser)
     args = parser.parse_args(argv)
     start_process_logging()
 
     stop = stop_on_signals()
     bootstraps = dict(args.bootstrap)
     plan = default_plan(args.prefix)
+    logins = login_configs(args.login)
     try:
-        ensure_topics(plan, bootstraps)
+        ensure_topics(plan, bootstraps, client_configs=logins)
         generator = TrafficGenerator(
-            plan, bootstraps, seed=args.seed, rate_scale=args.rate_scale, produced_log=args.produced_log
+            plan, bootstraps, seed=args.seed, rate_scale=args.rate_scale, produced_log=args.produced_log,
+            cluster_configs=logins,
         )
     except (DevStackError, ValueError) as exc:
         log.error("traffic cannot start: %s", exc)
