@@ -30,6 +30,13 @@ The last stable offset costs no request of its own: a read_committed fetch at it
 the partition (``enable.partition.eof``); only a read that gets nothing at all (it starts above the
 last stable offset) asks the broker for the last stable offset.
 
+**One partition or many.** The reads are written once, as a generator of Kafka requests
+(:func:`translation_fact_steps`: passes, ``offsets_for_times`` lookups, topic metadata), and run
+either one request at a time with this call's own consumers (:func:`read_translation_facts`) or
+with many partitions' requests answered together (``batched_reads.run_batched``: one fetch per
+cluster serves every partition's pass of a round, one lookup call every partition's lookup). The
+pass itself (when it is complete) is ``record_pass.PassState`` in both.
+
 **Client reuse.** Consumers come from a per-process :class:`~offset_pipeline.kafka_io.consumer_pool.ConsumerPool`
 keyed by client config, so a Spark worker reads partition after partition with the same consumers.
 The broker answers their fetches at once when there is no data (``fetch.wait.max.ms`` = 0): a
