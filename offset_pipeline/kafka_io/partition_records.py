@@ -72,10 +72,9 @@ import uuid
 from collections.abc import Callable, Generator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from typing_extensions import Self
 
 from offset_pipeline.kafka_io.consumer_pool import ConsumerPool
 from offset_pipeline.kafka_io.record_identity import record_identity
