@@ -44,6 +44,21 @@ class ProcessTree:
             total += t.user + t.system + t.children_user + t.children_system
         return total
 
+    def cpu_seconds_by_kind(self) -> dict[str, float]:
+        """:meth:`cpu_seconds` split by what the process is: ``driver`` (the first root), ``jvm``
+        (Spark's Java processes) or ``python`` (pyspark's daemon and workers, any other)."""
+        out = {"driver": 0.0, "jvm": 0.0, "python": 0.0}
+        driver = self.roots[0].pid if self.roots else None
+        for proc in self.processes():
+            try:
+                t = proc.cpu_times()
+                name = proc.name()
+            except psutil.NoSuchProcess:
+                continue
+            kind = "driver" if proc.pid == driver else "jvm" if name == "java" else "python"
+            out[kind] += t.user + t.system + t.children_user + t.children_system
+        return out
+
     def rss_bytes(self) -> int:
         total = 0
         for proc in self.processes():

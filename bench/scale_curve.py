@@ -125,8 +125,10 @@ def format_table(rows: list[dict]) -> str:
             out.append([f"{r['size']:,}", r["shape"], r["engine"], "failed", "", "", "", "", "", r["error"]])
             continue
         st = r["steps"]
+        batch = r.get("read_batch_partitions", "default")
+        engine = r["engine"] if batch == "default" else f"{r['engine']} batch {batch}"
         out.append([
-            f"{r['size']:,}", r["shape"], r["engine"], f"{r['seconds']:.2f}", f"{r['floor_seconds']:.2f}",
+            f"{r['size']:,}", r["shape"], engine, f"{r['seconds']:.2f}", f"{r['floor_seconds']:.2f}",
             f"{r['ratio']:.2f}", f"{r['cpu_seconds']:.1f}", f"{r['cpu_per_1k']:.2f}", f"{r['peak_rss_mib']:.0f}",
             " / ".join(f"{st.get(k, 0.0):.1f}" for k in ("offset_snapshot", "offset_translations",
                                                           "offset_standby_commits", "offset_sync_metrics")),
@@ -178,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records-per-partition", type=int, default=40, help="per producing cluster")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--read-threads", type=int, help="the translation's read_threads (default: its own)")
+    parser.add_argument("--profile-driver", action="store_true",
+                        help="write a cProfile of the driver's last cycle to the out folder (profile-<size>-<engine>.txt)")
+    parser.add_argument("--read-batches", default="",
+                        help="comma list of the translation's read_batch_partitions to compare (default: its own)")
     parser.add_argument("--out", type=Path, default=BENCH_DIR / "results" / f"scale-curve-{date.today().isoformat()}")
     parser.add_argument("--replot", type=Path, help="only draw the PNG (and print the table) of this scale_curve.json")
     args = parser.parse_args(argv)
@@ -217,7 +223,9 @@ def main(argv: list[str] | None = None) -> int:
                 for size in sizes:
                     cycles = args.cycles if size < LARGE else args.cycles_from_100k
                     rows += measure_size(size, workloads[size], clusters, engines, standalone, executor_python, tmp,
-                                         cycles, args.read_threads)
+                                         cycles, args.read_threads,
+                                         [int(b) for b in args.read_batches.split(",") if b.strip()] or [None],
+                                         args.out if args.profile_driver else None)
                     (args.out / "scale_curve.json").write_text(json.dumps(rows, indent=1))
                 print(f"total {time.monotonic() - started:.0f}s", flush=True)
         finally:
@@ -236,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def measure_size(size: int, workload: SizedWorkload, clusters: ScratchClusters, engines: list[str], standalone,
-                 executor_python: str | None, tmp: Path, cycles: int, read_threads: int | None) -> list[dict]:
+                 executor_python: str | None, tmp: Path, cycles: int, read_threads: int | None,
+                 read_batches: list[int | None], profile_dir: Path | None = None) -> list[dict]:
     with ActiveGroups(clusters, workload) as groups:
         print(f"[{size:,}] {workload.topics} topics x {workload.partitions} partitions x {workload.groups_per_topic} "
               f"groups per partition ({len(groups.members)} groups) ready in {groups.seconds:.0f}s", flush=True)
@@ -252,23 +261,33 @@ def measure_size(size: int, workload: SizedWorkload, clusters: ScratchClusters, 
         print(f"[{size:,}] floor {floor_s:.2f}s ({', '.join(f'{k} {v:.2f}' for k, v in parts.items())})", flush=True)
         rows = []
         for engine in engines:
-            master = standalone.master_url if engine == "standalone" else "local[2]"
-            extra = [p for p in ((part.pid() for part in standalone.parts()) if engine == "standalone" else ()) if p]
-            spec = {
-                "bootstraps": clusters.bootstraps, "dsn": f"chdb://{tmp / f'clickhouse-{size}-{engine}'}",
-                "master": master, "executor_python": executor_python if engine == "standalone" else None,
-                "group_include": workload.group_include, "topic_shapes": workload.shapes(),
-                "cycles": cycles, "extra_pids": extra, "decisions_log": str(tmp / f"decisions-{size}-{engine}.log"),
-                "read_threads": read_threads,
-            }
-            print(f"[{size:,}] {engine} ({master}):", flush=True)
-            row = summarize(size, workload, engine, run_engine(engine, spec, tmp), floor_s, parts)
-            row["read_threads"] = read_threads or "default"
-            if "error" not in row:
-                print(f"[{size:,}] {engine}: {row['seconds']:.2f}s per cycle, {row['ratio']:.2f}x floor, "
-                      f"{row['cpu_per_1k']:.2f} CPU-s per 1k GP, peak RSS {row['peak_rss_mib']:.0f} MiB", flush=True)
-            rows.append(row)
+            for read_batch in read_batches:
+                rows.append(measure_engine(size, workload, engine, standalone, executor_python, tmp, cycles,
+                                           read_threads, read_batch, clusters, floor_s, parts, profile_dir))
         return rows
+
+
+def measure_engine(size, workload, engine, standalone, executor_python, tmp, cycles, read_threads, read_batch,
+                   clusters, floor_s, parts, profile_dir: Path | None = None) -> dict:
+    master = standalone.master_url if engine == "standalone" else "local[2]"
+    extra = [p for p in ((part.pid() for part in standalone.parts()) if engine == "standalone" else ()) if p]
+    label = f"{engine}-b{read_batch}" if read_batch else engine
+    spec = {
+        "bootstraps": clusters.bootstraps, "dsn": f"chdb://{tmp / f'clickhouse-{size}-{label}'}",
+        "master": master, "executor_python": executor_python if engine == "standalone" else None,
+        "group_include": workload.group_include, "topic_shapes": workload.shapes(),
+        "cycles": cycles, "extra_pids": extra, "decisions_log": str(tmp / f"decisions-{size}-{label}.log"),
+        "read_threads": read_threads, "read_batch_partitions": read_batch,
+        "profile_driver": str(profile_dir / f"profile-{size}-{label}.txt") if profile_dir else None,
+    }
+    print(f"[{size:,}] {label} ({master}):", flush=True)
+    row = summarize(size, workload, engine, run_engine(label, spec, tmp), floor_s, parts)
+    row["read_threads"] = read_threads or "default"
+    row["read_batch_partitions"] = read_batch or "default"
+    if "error" not in row:
+        print(f"[{size:,}] {label}: {row['seconds']:.2f}s per cycle, {row['ratio']:.2f}x floor, "
+              f"{row['cpu_per_1k']:.2f} CPU-s per 1k GP, peak RSS {row['peak_rss_mib']:.0f} MiB", flush=True)
+    return row
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 SPEC: ``bootstraps`` (cluster -> bootstrap), ``dsn`` (chdb), ``master`` (``local[2]`` or
 ``spark://...``), ``executor_python`` (or null), ``group_include``, ``topic_shapes``, ``cycles``,
 ``extra_pids`` (the standalone master and workers: their trees count too), ``decisions_log``,
-``read_threads`` (optional: the translation's ``read_threads``).
+``read_threads``, ``read_batch_partitions`` (optional: the translation's settings),
+``profile_driver`` (optional: a path; the last cycle's cProfile of this process is written there).
 
 A warm-up cycle (session, JVM and Python workers start; first commits), then ``cycles`` measured
 ones: every asset of the ``offset_sync`` group through ``dg.materialize``, as ``cycle_benchmark.py``.
@@ -74,33 +75,56 @@ def main(spec_path: str, out_path: str) -> int:
         },
         "loggers": {"console": {"config": {"log_level": "WARNING"}}},
     }
-    if spec.get("read_threads"):
-        run_config["ops"]["offset_translations"]["config"]["read_threads"] = spec["read_threads"]
+    for key in ("read_threads", "read_batch_partitions"):
+        if spec.get(key):
+            run_config["ops"]["offset_translations"]["config"][key] = spec[key]
     instance = dg.DagsterInstance.ephemeral()
     tree = ProcessTree([os.getpid(), *spec["extra_pids"]])
     cycles = []
     for n in range(spec["cycles"] + 1):
         cpu_before = tree.cpu_seconds()
+        kinds_before = tree.cpu_seconds_by_kind()
         started = time.monotonic()
+        profile = None
+        if spec.get("profile_driver") and n == spec["cycles"]:  # the last measured cycle
+            import cProfile
+
+            profile = cProfile.Profile()
+            profile.enable()
         with PeakRss(tree) as peak:
             result = dg.materialize(assets, resources=res, run_config=run_config, instance=instance,
                                     raise_on_error=False)
+        if profile is not None:
+            import io
+            import pstats
+
+            profile.disable()
+            text = io.StringIO()
+            pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(40)
+            pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(60)
+            Path(spec["profile_driver"]).write_text(text.getvalue())
         seconds = time.monotonic() - started
         cpu_s = tree.cpu_seconds() - cpu_before
+        kinds = {k: round(v - kinds_before.get(k, 0.0), 2) for k, v in tree.cpu_seconds_by_kind().items()}
         if not result.success:
             failure = next((e for e in result.all_events if e.is_failure), None)
             raise RuntimeError(f"cycle {n} failed: {failure.event_specific_data if failure else result}")
         translation = {k: v.value for k, v in
                        result.asset_materializations_for_node("offset_translations")[0].metadata.items()}
+        if translation.get("group_partitions") and not translation.get("translated"):
+            # The Spark job failed as a whole (its rows say why): a figure of nothing translated is no figure.
+            raise RuntimeError(f"cycle {n}: nothing translated of {translation.get('group_partitions')} group-partitions "
+                               f"(spark_error: {translation.get('spark_error')})")
         cycles.append({
             "label": "warm-up" if n == 0 else str(n), "seconds": seconds, "cpu_seconds": cpu_s,
             "peak_rss_bytes": peak.bytes, "steps": step_seconds(instance, result.run_id),
             "group_partitions": translation.get("group_partitions"), "translated": translation.get("translated"),
             "deferred_partitions": translation.get("deferred_partitions"),
-            "spark_seconds": translation.get("spark_seconds"),
+            "spark_seconds": translation.get("spark_seconds"), "cpu_seconds_by_kind": kinds,
         })
         print(f"  cycle {cycles[-1]['label']}: {seconds:.2f}s, {cpu_s:.1f} CPU-s, "
-              f"peak RSS {peak.bytes / 2**20:.0f} MiB, {translation.get('translated')} translated", flush=True)
+              f"peak RSS {peak.bytes / 2**20:.0f} MiB, {translation.get('translated')} translated, CPU by process {kinds}, "
+              f"steps {cycles[-1]['steps']}", flush=True)
     context = res["spark"].spark_session.sparkContext
     report = {"master": context.master, "cycles": cycles}
     res["spark"].spark_session.stop()
