@@ -26,11 +26,18 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from _clusters import CLUSTERS, ActiveGroups, ScratchClusters, Workload, create_and_fill, mirror_both_ways  # noqa: E402
-from floor_reads import run_floor  # noqa: E402
+from _clusters import (
+    CLUSTERS,
+    ActiveGroups,
+    ScratchClusters,
+    Workload,
+    create_and_fill,
+    mirror_both_ways,
+)
+from floor_reads import run_floor
 
-from offset_pipeline.kafka_io.group_offsets import read_partition_ranges  # noqa: E402
-from offset_pipeline.sync.spark_translation import PARTITION_KEY, translate_keyed_rows  # noqa: E402
+from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
+from offset_pipeline.sync.spark_translation import PARTITION_KEY, translate_keyed_rows
 
 
 def work_by_key(clusters: ScratchClusters, workload: Workload, groups: ActiveGroups) -> dict[tuple, list[dict]]:
