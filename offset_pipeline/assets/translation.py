@@ -103,13 +103,14 @@ class TranslationConfig(dg.Config):
     # writes none: one-way topics then go by timestamp search alone. Default from
     # OFFSET_PIPELINE_MIRROR_WRITES_HEADERS (on).
     mirror_writes_headers: bool = Field(default_factory=mirror_writes_headers)
-    # Kafka partitions each Spark task reads at once (threads, each with consumers of its own): a
-    # partition's reads are round trips, mostly waiting, so several in flight overlap their waits.
-    read_threads: int = Field(default=4, ge=1, le=32)
-    # Kafka partitions read together (kafka_io/batched_reads.py): one fetch per cluster serves all
-    # their passes, one offsets_for_times call all their lookups. 1: a round trip per pass, as a
-    # partition read alone. The read budget is checked per batch.
-    read_batch_partitions: int = Field(default=64, ge=1, le=4096)
+    # How a Spark task reads its Kafka partitions (sync/spark_translation.translate_keyed_rows):
+    # read_batch_partitions are read together (kafka_io/batched_reads.py: one fetch per cluster
+    # serves all their passes, one offsets_for_times call all their lookups; 1: a round trip per
+    # pass), read_threads batches at once. Measured at 10k group-partitions on local[2]
+    # (bench/scale_curve.py): one thread with batches of 256 used the least CPU (more threads
+    # only add consumers fetching back to back). The read budget is checked per batch.
+    read_threads: int = Field(default=1, ge=1, le=32)
+    read_batch_partitions: int = Field(default=256, ge=1, le=4096)
     # Shape detection for topics not in topic_shapes (sync/shape_step.py): how many topics are sampled
     # per cycle, how many newest records per sample, how long evidence counts, how many records per
     # cluster a one-way verdict needs. Off: unconfigured topics stay unknown (header anchors only).
