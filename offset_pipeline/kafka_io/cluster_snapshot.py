@@ -69,8 +69,11 @@ def cluster_ranges(admin_config: dict[str, Any], cluster: str, partitions: list[
         present = [(t, p) for t, p in partitions if p < counts.get(t, 0)]
         ranges = read_partition_ranges(admin, cluster, present, timeout_s=timeout_s, errors=errors)
     except Exception as exc:  # noqa: BLE001 - no log range of this cluster is known
-        return ClusterRanges(unavailable=f"reading topic metadata on {cluster} failed: {describe_error(exc)}",
-                             refused_groups=refused)
+        # The client may have said why it cannot connect (a wrong CA, password, mechanism): that first.
+        diagnosis = shared_admin_failure(admin_config, cluster)
+        reason = diagnosis.message if diagnosis is not None else \
+            f"reading topic metadata on {cluster} failed: {describe_error(exc)}"
+        return ClusterRanges(unavailable=reason, refused_groups=refused)
     try:
         types = _timestamp_types(admin, cluster, sorted({t for t, _ in present}), timeout_s)
     except Exception as exc:  # noqa: BLE001 - unknown timestamp types: the partitions' facts are incomplete

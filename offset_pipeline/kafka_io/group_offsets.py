@@ -88,6 +88,12 @@ def read_groups(admin: AdminClient, cluster: str, groups: GroupFilter, timeout_s
     be read is returned with ``read_error`` and state ``UNREADABLE``."""
     deadline = Deadline(timeout_s)
     listing = deadline.result(admin.list_consumer_groups(request_timeout=timeout_s))
+    if listing.errors and not listing.valid:
+        # No broker answered the listing (a wrong CA or password, all brokers down): the cluster is
+        # unreadable, not empty. (Some brokers answering: their groups are read; the others' groups
+        # miss this cycle, as when a coordinator is down.)
+        first = listing.errors[0]
+        raise first if isinstance(first, BaseException) else KafkaException(first)
     ids = sorted(g.group_id for g in listing.valid if groups.matches(g.group_id))
     if not ids:
         return []

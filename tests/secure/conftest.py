@@ -1,5 +1,6 @@
 """A secure pair of clusters (SASL_SSL, SCRAM-SHA-512, ACLs enforced; devstack/secure_cluster.py)
-per test module, on free loopback ports; nothing here mocks Kafka."""
+for the test run, on free loopback ports, its ``sync`` principal's rights cleared for each module;
+nothing here mocks Kafka."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.cluster import KafkaCluster
 from devstack.mirror import MirrorEndpoint
-from devstack.secure_cluster import ADMIN_USER, SecureAccess, secure_cluster
+from devstack.secure_cluster import ADMIN_USER, SYNC_USER, SecureAccess, secure_cluster
+from devstack.sync_acls import revoke_all
 from tests.conftest import free_port
 
 CLUSTERS = ("idc1", "idc2")
@@ -52,11 +54,23 @@ def started_secure_pair(kafka_jars: Path, base: Path):
             list(pool.map(lambda cluster: cluster.stop(), clusters.values()))
 
 
-@pytest.fixture(scope="module")
-def secure_pair(kafka_jars, tmp_path_factory) -> SecurePair:
+@pytest.fixture(scope="session")
+def session_secure_pair(kafka_jars, tmp_path_factory) -> SecurePair:
+    """One secure pair for the whole test run (a pair takes ~25 s to make and start)."""
     with started_secure_pair(kafka_jars, tmp_path_factory.mktemp("secure")) as pair:
         yield pair
         # This process's pooled read consumers (kafka_io) would keep reconnecting to the stopped brokers.
         from offset_pipeline.kafka_io.partition_records import CONSUMERS
 
         CONSUMERS.close()
+
+
+@pytest.fixture(scope="module")
+def secure_pair(session_secure_pair) -> SecurePair:
+    """The run's secure pair, with the ``sync`` principal holding no right at all when the module
+    starts, as on a fresh pair: each module grants (and denies) what its tests need, and what one
+    module granted or denied never decides another's outcome. (Topics and groups of every module
+    carry unique names.)"""
+    for name in CLUSTERS:
+        revoke_all(session_secure_pair.admin_config(name), f"User:{SYNC_USER}")
+    return session_secure_pair
