@@ -410,24 +410,17 @@ def read_translation_facts(
     logs: PartitionLogs,
     groups: list[GroupPartitionInput],
     *,
-    shape: TopicShape,
-    standby_timestamp_type: TimestampType | str = TimestampType.CREATE_TIME,
-    window: int = 50,
-    refine_window: int = 200,
-    timeout_s: float = 10,
-    mirror_writes_headers: bool = True,
     stats: ReadStats | None = None,
+    **options: Any,
 ) -> list[PartitionFacts]:
     """One :class:`PartitionFacts` per group (in the order given) for ``topic[partition]`` translated
     from ``active`` to ``standby``; see the module docstring for what is read and when. The reads
-    are :func:`translation_fact_steps`, each answered at once with this call's own consumers."""
+    are :func:`translation_fact_steps` (``options``: its keyword settings: ``shape`` and the
+    window, timeout and header settings), each answered at once with this call's own consumers."""
     stats = stats if stats is not None else ReadStats()
-    steps = translation_fact_steps(
-        active, standby, active_conf, standby_conf, topic, partition, logs, groups, shape=shape,
-        standby_timestamp_type=standby_timestamp_type, window=window, refine_window=refine_window,
-        timeout_s=timeout_s, mirror_writes_headers=mirror_writes_headers, stats=stats,
-    )
-    with LeasedConsumers(stats, topic, time.monotonic() + timeout_s) as clients:
+    steps = translation_fact_steps(active, standby, active_conf, standby_conf, topic, partition, logs, groups,
+                                   stats=stats, **options)
+    with LeasedConsumers(stats, topic, time.monotonic() + options.get("timeout_s", 10)) as clients:
         return drive(steps, DirectReads(clients))
 
 
