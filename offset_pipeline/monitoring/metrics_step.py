@@ -169,8 +169,10 @@ def status_table(rows: Iterable[MetricRow]) -> list[dict]:
 def status_counts(rows: list[MetricRow]) -> tuple[Counter, Counter]:
     """(group-partitions per status, groups per worst status of their partitions)."""
     statuses = Counter(r.sync_status for r in rows)
-    group_status = Counter(worst(r.sync_status for r in rows if r.group_id == g) for g in {r.group_id for r in rows})
-    return statuses, group_status
+    by_group: dict[str, list[str]] = defaultdict(list)  # one pass: per group, then rows (500 x 100k at 100k)
+    for r in rows:
+        by_group[r.group_id].append(r.sync_status)
+    return statuses, Counter(worst(group_statuses) for group_statuses in by_group.values())
 
 
 def status_markdown(table: list[dict]) -> str:
