@@ -25,8 +25,17 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
 
-from offset_pipeline.monitoring.convergence_plot import as_markdown_image, convergence_png
-from offset_pipeline.monitoring.metric_rules import CycleFacts, MetricRow, metric_rows, worst, worst_first
+from offset_pipeline.monitoring.convergence_plot import (
+    as_markdown_image,
+    convergence_png,
+)
+from offset_pipeline.monitoring.metric_rules import (
+    CycleFacts,
+    MetricRow,
+    metric_rows,
+    worst,
+    worst_first,
+)
 from offset_pipeline.storage import cycle_rows, metrics
 from offset_pipeline.storage.deferred_writes import SpoolingClient
 

@@ -7,7 +7,14 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offset_pipeline.monitoring.metric_rules import BROKEN, IN_SYNC, LAGGING, STATUS_ORDER, MetricRow, worst
+from offset_pipeline.monitoring.metric_rules import (
+    BROKEN,
+    IN_SYNC,
+    LAGGING,
+    STATUS_ORDER,
+    MetricRow,
+    worst,
+)
 from offset_pipeline.monitoring.metrics_step import status_counts
 
 
