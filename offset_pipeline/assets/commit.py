@@ -126,11 +126,11 @@ def offset_standby_commits(
 
 def _log_commits(log, snapshot_id: str, groups: int, done: CycleCommits) -> None:
     """The cycle's decision lines, its first commit errors as Dagster warnings, and one summary."""
-    lines, stored = done.lines, done.stored
+    stored = done.stored
     # One line per decision to the step's stderr (monitoring/decision_log.py); errors also as Dagster warnings,
     # a bounded number of them (a cluster down would otherwise be one event per group-partition).
-    logged = write_decision_lines([line for line, r in lines if not r])
-    logged += write_decision_lines([line for line, r in lines if r], routine=True)
+    logged = write_decision_lines(done.lines(routine=False))
+    logged += write_decision_lines(done.lines(routine=True), routine=True)
     errors = [r for r in stored if r.error]
     for row in errors[:_WARNED_ERRORS]:
         log.warning(
@@ -140,7 +140,7 @@ def _log_commits(log, snapshot_id: str, groups: int, done: CycleCommits) -> None
         log.warning(f"offset-sync commit errors: {len(errors) - _WARNED_ERRORS} more (offset_commits.error)")
     log.info(
         f"offset-sync commits {snapshot_id}: {len(stored)} group-partitions, {groups} groups; "
-        f"{logged} decision lines on the step's stderr ({sum(r for _, r in lines)} routine, at DEBUG); "
+        f"{logged} decision lines on the step's stderr ({done.routine_count} routine, at DEBUG); "
         f"{len(errors)} errors"
     )
 

@@ -29,6 +29,7 @@ group or partition.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import threading
 import time
@@ -329,7 +330,7 @@ class ContinuousSync:
             done = self._commit(results, cycle_id, time_ms, previous_committed)
         stage("commit")
         self.state.record(snapshot, results, done.stored, work.directions, time.monotonic(), tuples)
-        self._log(results, done.lines)
+        self._log(results, done)
         self.summary.add_no_loss(evaluate_no_loss(done.stored))
         stage("record")
         self._stages = {}
@@ -361,13 +362,13 @@ class ContinuousSync:
         self._renew_clients(done.unreachable)
         return done
 
-    def _log(self, results: list[dict], lines: list[tuple[str, bool]]) -> None:
+    def _log(self, results: list[dict], done: CycleCommits) -> None:
         # Problems at INFO, routine lines at DEBUG (monitoring/decision_log.py), as in the interval mode.
         problems = [r["decision"] for r in results if not TranslationStatus(r["status"]).translated
                     and r["status"] not in _SAID_ONCE]
-        write_decision_lines(problems + [line for line, routine in lines if not routine])
-        write_decision_lines([r["decision"] for r in results if TranslationStatus(r["status"]).translated]
-                             + [line for line, routine in lines if routine], routine=True)
+        write_decision_lines(itertools.chain(problems, done.lines(routine=False)))
+        write_decision_lines(itertools.chain((r["decision"] for r in results if TranslationStatus(r["status"]).translated),
+                                             done.lines(routine=True)), routine=True)
 
     def _record(self, outcome: CycleOutcome) -> None:
         self.summary.add(outcome)
