@@ -9,6 +9,7 @@ One stack for the module, in the order a person meets it: up, a cycle, down."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -53,7 +54,24 @@ def secure_stack(tmp_path_factory, kafka_jars):
     try:
         yield env, base, up.stdout
     finally:
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)  # (end_connect_client, should the cycle test not run)
         devstack(env, "down", timeout=120)
+
+
+def end_connect_client() -> None:
+    """The cycle made this process a Spark Connect client of the stack's server (a default Connect
+    session, ``SPARK_CONNECT_MODE_ENABLED``): both end right after the cycle, while the server is up
+    (a stop after ``down`` retries for minutes), so the tests after this module get local Spark, or
+    a Connect session of their own, not a client of a dead server."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSparkSession
+
+    session = ConnectSparkSession._get_default_session() or ConnectSparkSession.getActiveSession()
+    if session is not None:
+        try:
+            session.stop()
+        except Exception:  # noqa: BLE001 - the server may have closed it already
+            pass
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
 
 
 def exports(text: str) -> dict[str, str]:
@@ -137,6 +155,7 @@ def test_a_cycle_with_the_exported_settings_commits_as_sync_and_nothing_shows_a_
             "offset_snapshot": {"config": {"group_include": include}}}})
     finally:
         instance.dispose()
+        end_connect_client()
     assert cycle.success
     applied = resources["clickhouse"].get_client().query(
         "SELECT group_id, topic, partition, new_offset FROM offset_commits "
