@@ -19,7 +19,7 @@ from offset_pipeline.assets import all_assets
 from devstack.cluster import ClusterSpec, KafkaCluster
 from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
-from tests.conftest import free_port, wait_for
+from tests.conftest import THROWAWAY_BROKER_GRACE_S, free_port, wait_for
 from tests.kafka_io.test_standby_group_io import Member, committed
 from tests.assets.test_translation_asset import log_end
 
@@ -39,7 +39,7 @@ def own_idc2(kafka_jars, tmp_path_factory):
                            kafka_jars)
     cluster.start()
     yield cluster
-    cluster.stop()
+    cluster.stop(timeout=THROWAWAY_BROKER_GRACE_S)
 
 
 @pytest.fixture

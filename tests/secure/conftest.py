@@ -16,7 +16,7 @@ from devstack.cluster import KafkaCluster
 from devstack.mirror import MirrorEndpoint
 from devstack.secure_cluster import ADMIN_USER, SYNC_USER, SecureAccess, secure_cluster
 from devstack.sync_acls import revoke_all
-from tests.conftest import free_port
+from tests.conftest import THROWAWAY_BROKER_GRACE_S, free_port
 
 CLUSTERS = ("idc1", "idc2")
 
@@ -51,7 +51,7 @@ def started_secure_pair(kafka_jars: Path, base: Path):
         yield SecurePair(clusters, {name: access for name, (_, access) in built.items()})
     finally:
         with ThreadPoolExecutor(max_workers=len(CLUSTERS)) as pool:
-            list(pool.map(lambda cluster: cluster.stop(), clusters.values()))
+            list(pool.map(lambda cluster: cluster.stop(timeout=THROWAWAY_BROKER_GRACE_S), clusters.values()))
 
 
 @pytest.fixture(scope="session")
