@@ -59,17 +59,19 @@ class SpoolingClient:
     client: object | None
     outcome: WriteOutcome = field(default_factory=WriteOutcome)
 
-    def insert(self, table: str, data, column_names=None, **kwargs) -> None:
-        rows = list(data)
+    def insert(self, table: str, data, column_names=None, column_oriented: bool = False, **kwargs) -> None:
+        data = list(data)
+        count = (len(data[0]) if data else 0) if column_oriented else len(data)
         if self.client is not None and self.outcome.error is None:
             try:
-                self.client.insert(table, rows, column_names=column_names, **kwargs)
-                self.outcome.written += len(rows)
+                self.client.insert(table, data, column_names=column_names, column_oriented=column_oriented, **kwargs)
+                self.outcome.written += count
                 return
             except Exception as exc:  # noqa: BLE001 - any failure defers, the sync goes on
                 self.outcome.error = f"inserting into {table} failed: {type(exc).__name__}: {str(exc)[:300]}"
-        self.spool.put(table, rows, column_names)
-        self.outcome.deferred += len(rows)
+        # the spool holds rows (files of earlier versions too): columns are turned into rows here
+        self.spool.put(table, [list(row) for row in zip(*data)] if column_oriented else data, column_names)
+        self.outcome.deferred += count
 
 
 class DeferredWrites:

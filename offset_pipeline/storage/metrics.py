@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import fields
-from datetime import datetime, timezone
+from datetime import datetime
 
 from offset_pipeline.storage.recent import recent
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
-from offset_pipeline.storage.row_inserts import field_values
+from offset_pipeline.storage.row_inserts import insert_dataclass_rows
 from offset_pipeline.storage.upkeep import ensure_upkeep
 
 TABLE = "offset_sync_metrics"
@@ -166,10 +166,6 @@ def ensure_tables(client) -> None:
             client.command(f"DROP VIEW IF EXISTS {name}")
 
 
-def _utc(ms: int | None):
-    return None if ms is None else datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)
-
-
 _TIME_FIELDS = {"cycle_time_ms": "cycle_time", "last_synced_ms": "last_synced"}  # epoch ms -> DateTime64 column
 
 
@@ -179,22 +175,9 @@ def insert_rows(client, rows: list) -> int:
     makes them; a field the table lacks fails the insert, never a silent drop)."""
     if not rows:
         return 0
-    fields_in_order = [f.name for f in fields(rows[0])]
-    names = [_TIME_FIELDS.get(name, name) for name in fields_in_order]
-    times = [i for i, name in enumerate(fields_in_order) if name in _TIME_FIELDS]
-    data = []
-    values_of = field_values(type(rows[0]))
-    utc: dict[int | None, datetime | None] = {}
-    for row in rows:
-        values = list(values_of(row))
-        for i in times:
-            ms = values[i]
-            if ms not in utc:
-                utc[ms] = _utc(ms)
-            values[i] = utc[ms]
-        data.append(values)
-    client.insert(TABLE, data, column_names=names)
-    return len(rows)
+    names = [_TIME_FIELDS.get(f.name, f.name) for f in fields(rows[0])]
+    # column-oriented, the *_ms fields as DateTime64(3) ticks (storage/row_inserts.py says why)
+    return insert_dataclass_rows(client, TABLE, rows, names)
 
 
 Key = tuple[str, str, int, str, str]  # group, topic, partition, active, standby (metric_rules.Key)

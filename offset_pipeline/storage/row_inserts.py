@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import fields
-from datetime import datetime, timezone
 from functools import lru_cache
 from operator import attrgetter
 
@@ -26,28 +25,22 @@ def field_values(row_type) -> attrgetter:
     return attrgetter(*(f.name for f in fields(row_type)))
 
 
-def row_values(rows: Iterable, time_index: int) -> list[list]:
-    """Each row's field values in field order (a flat dataclass: its fields hold scalars, so no
-    ``dataclasses.astuple``, whose recursive copy was most of a 10,000-row insert's CPU), the
-    epoch-milliseconds field at ``time_index`` as a UTC datetime (converted once per distinct value:
-    a cycle's rows share one time)."""
-    data = []
-    times: dict[int, datetime] = {}
-    for row in rows:
-        values = list(field_values(type(row))(row))
-        ms = values[time_index]
-        at = times.get(ms)
-        if at is None:
-            at = times[ms] = datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)
-        values[time_index] = at
-        data.append(values)
-    return data
+def column_values(rows: Iterable) -> list[list]:
+    """The columns of ``rows`` (flat dataclass instances of one type), in field order: what a
+    column-oriented insert takes. The epoch-milliseconds fields stay integers: a ``DateTime64(3)``
+    column takes its ticks (milliseconds) as they are, so no datetime is made per row, and no
+    row-to-column transposition is left to the client (both were most of a 100,000-row insert)."""
+    rows = rows if isinstance(rows, list) else list(rows)
+    if not rows:
+        return []
+    return [list(column) for column in zip(*map(field_values(type(rows[0])), rows))]
 
 
-def insert_dataclass_rows(client, table: str, rows: Iterable, columns: list[str], time_index: int) -> int:
-    """Insert ``rows`` (flat dataclass instances in ``columns`` order); ``time_index``: the position
-    of the epoch-milliseconds field. Returns how many were inserted."""
-    data = row_values(rows, time_index)
+def insert_dataclass_rows(client, table: str, rows: Iterable, columns: list[str], time_index: int | None = None) -> int:
+    """Insert ``rows`` (flat dataclass instances in ``columns`` order; their ``*_ms`` fields are
+    epoch milliseconds, stored as ``DateTime64(3, 'UTC')``), column-oriented. Returns how many
+    were inserted. (``time_index`` is no longer needed: the milliseconds are the column's ticks.)"""
+    data = column_values(rows)
     if data:
-        client.insert(table, data, column_names=columns)
-    return len(data)
+        client.insert(table, data, column_names=columns, column_oriented=True)
+    return len(data[0]) if data else 0

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 
 from offset_pipeline.storage.recent import now_ms, recent
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl
-from offset_pipeline.storage.row_inserts import row_values
+from offset_pipeline.storage.row_inserts import insert_dataclass_rows
 from offset_pipeline.storage.upkeep import ensure_upkeep
 
 TABLE = "offset_snapshots"
@@ -85,10 +85,8 @@ def ensure_table(client) -> None:
 def insert_rows(client, rows: list[SnapshotRow]) -> int:
     if not rows:
         return 0
-    data = row_values(rows, 1)
     names = ["snapshot_time" if c == "snapshot_time_ms" else c for c in COLUMNS]
-    client.insert(TABLE, data, column_names=names)
-    return len(rows)
+    return insert_dataclass_rows(client, TABLE, rows, names)
 
 
 def snapshot_time_ms(client, snapshot_id: str) -> int | None:

@@ -17,7 +17,13 @@ from typing import Any
 
 from offset_pipeline.storage import cycle_rows, deferrals, fast_forwards, translations
 from offset_pipeline.storage.history import direction_history, previous_snapshot
-from offset_pipeline.sync.spark_translation import PARTITION_KEY, RESULT_COLUMNS, translate_groups, work_dataframe
+from offset_pipeline.sync.spark_translation import (
+    PARTITION_KEY,
+    RESULT_COLUMNS,
+    collected_rows,
+    translate_groups,
+    work_dataframe,
+)
 from offset_pipeline.sync.work import SNAPSHOT_COLUMNS
 from offset_pipeline.translation import TranslationStatus
 from offset_pipeline.translation.direction import DirectionHistory
@@ -143,7 +149,7 @@ class TranslationJob:
             first_keys=self.first_in_line, salt=self.snapshot_id, read_threads=reads.read_threads,
             batch_keys=reads.batch_keys,
         )
-        return [{c: row[c] for c in RESULT_COLUMNS} for row in (r.asDict() for r in out.collect())]
+        return collected_rows(out, RESULT_COLUMNS)
 
 
 def deferred_rows(rows: list[dict]) -> list[dict]:

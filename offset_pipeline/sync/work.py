@@ -85,7 +85,9 @@ def build_work(
         group_state, read_error = (tuple(row[10:12]) + ("", ""))[:2]
         if cluster not in clusters:
             raise ValueError(f"snapshot row of cluster {cluster!r}, expected one of {clusters}")
-        entry = by_group.setdefault(group_id, {"members": Counter(), "parts": {}, "unknown": {}})
+        entry = by_group.get(group_id)
+        if entry is None:  # not setdefault: its default (a Counter and two dicts) was built for every row
+            entry = by_group[group_id] = {"members": Counter(), "parts": {}, "unknown": {}}
         entry["members"][cluster] = max(entry["members"][cluster], int(members))
         if group_state in UNKNOWN_GROUP_STATES:
             entry["unknown"][cluster] = read_error or f"group state {group_state} on {cluster}"
