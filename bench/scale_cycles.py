@@ -63,6 +63,23 @@ def route_decisions(path: str) -> None:
     decisions.setLevel(logging.INFO)
 
 
+class GcClock:
+    """Seconds this process spent in the garbage collector (``gc.callbacks``), by generation."""
+
+    def __init__(self):
+        import gc
+
+        self.seconds = [0.0, 0.0, 0.0]
+        self._started = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds[info["generation"]] += time.perf_counter() - self._started
+
+
 def main(spec_path: str, out_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     route_decisions(spec["decisions_log"])
@@ -80,9 +97,11 @@ def main(spec_path: str, out_path: str) -> int:
             run_config["ops"]["offset_translations"]["config"][key] = spec[key]
     instance = dg.DagsterInstance.ephemeral()
     tree = ProcessTree([os.getpid(), *spec["extra_pids"]])
+    gc_clock = GcClock()
     cycles = []
     for n in range(spec["cycles"] + 1):
         cpu_before = tree.cpu_seconds()
+        gc_before = list(gc_clock.seconds)
         kinds_before = tree.cpu_seconds_by_kind()
         started = time.monotonic()
         profile = None
@@ -121,10 +140,11 @@ def main(spec_path: str, out_path: str) -> int:
             "group_partitions": translation.get("group_partitions"), "translated": translation.get("translated"),
             "deferred_partitions": translation.get("deferred_partitions"),
             "spark_seconds": translation.get("spark_seconds"), "cpu_seconds_by_kind": kinds,
+            "driver_gc_seconds": [round(a - b, 3) for a, b in zip(gc_clock.seconds, gc_before)],
         })
         print(f"  cycle {cycles[-1]['label']}: {seconds:.2f}s, {cpu_s:.1f} CPU-s, "
               f"peak RSS {peak.bytes / 2**20:.0f} MiB, {translation.get('translated')} translated, CPU by process {kinds}, "
-              f"steps {cycles[-1]['steps']}", flush=True)
+              f"driver GC s by generation {cycles[-1]['driver_gc_seconds']}, steps {cycles[-1]['steps']}", flush=True)
     context = res["spark"].spark_session.sparkContext
     report = {"master": context.master, "cycles": cycles}
     res["spark"].spark_session.stop()

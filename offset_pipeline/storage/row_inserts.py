@@ -33,7 +33,8 @@ def column_values(rows: Iterable) -> list[list]:
     rows = rows if isinstance(rows, list) else list(rows)
     if not rows:
         return []
-    return [list(column) for column in zip(*map(field_values(type(rows[0])), rows))]
+    # one C-level map per field (a zip(*rows) transposition made a tuple per row: 4x slower at 100k)
+    return [list(map(attrgetter(f.name), rows)) for f in fields(rows[0])]
 
 
 def insert_dataclass_rows(client, table: str, rows: Iterable, columns: list[str], time_index: int | None = None) -> int:
