@@ -25,7 +25,15 @@ class Token(str):
     """A value written as it is: no spaces, no quotes (an anchor ``11->6``, a list ``a,b``)."""
 
 
+# Text that JSON-quoting leaves as it is (no quote, backslash, control character or Unicode line
+# break): most group ids, topics and reasons. Quoted without json.dumps, which was a third of a
+# 100,000-row cycle's decision lines.
+_PLAIN_TEXT = re.compile('[^"\\\\\x00-\x1f\u0085\u2028\u2029]*')
+
+
 def quote_log_text(text: str) -> str:
+    if _PLAIN_TEXT.fullmatch(text):
+        return f'"{text}"'
     quoted = json.dumps(text, ensure_ascii=False)  # escapes quotes, backslashes and control characters
     for char, escaped in _LINE_BREAKS.items():
         quoted = quoted.replace(char, escaped)

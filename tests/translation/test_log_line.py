@@ -32,3 +32,20 @@ def test_each_kind_of_value_is_written_one_way(value, written):
 def test_a_line_of_another_kind_is_refused():
     with pytest.raises(ValueError, match="not an offset-sync decision line"):
         parse_log_line("decision", log_line("commit", [("k", 1)]))
+
+
+def _json_quoted(text: str) -> str:
+    """The quoting by definition: JSON with the Unicode line breaks escaped too."""
+    import json
+
+    quoted = json.dumps(text, ensure_ascii=False)
+    for char in ("\u0085", "\u2028", "\u2029"):
+        quoted = quoted.replace(char, f"\\u{ord(char):04x}")
+    return quoted
+
+
+@given(st.text() | st.sampled_from(['plain', 'a"b', "a\\b", "x\ny", "\t", "\x1f", "\x7f", "\u0085", "\u2028", "é", ""]))
+def test_text_is_quoted_as_json_with_or_without_the_plain_text_shortcut(text):
+    from offset_pipeline.translation.log_line import quote_log_text
+
+    assert quote_log_text(text) == _json_quoted(text)
