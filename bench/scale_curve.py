@@ -184,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="write a cProfile of the driver's last cycle to the out folder (profile-<size>-<engine>.txt)")
     parser.add_argument("--read-batches", default="",
                         help="comma list of the translation's read_batch_partitions to compare (default: its own)")
+    parser.add_argument("--op-config", default="{}",
+                        help='JSON: more config per op, e.g. \'{"offset_standby_commits": {"parallel_groups": 32}}\'')
+    parser.add_argument("--spark-conf", default="",
+                        help="comma list of Spark settings for the cycles, e.g. spark.sql.shuffle.partitions=8")
     parser.add_argument("--out", type=Path, default=BENCH_DIR / "results" / f"scale-curve-{date.today().isoformat()}")
     parser.add_argument("--replot", type=Path, help="only draw the PNG (and print the table) of this scale_curve.json")
     args = parser.parse_args(argv)
@@ -193,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         plot(rows, args.replot.with_suffix(".png"))
         return 0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    EXTRA_SPEC["op_config"] = json.loads(args.op_config)
+    EXTRA_SPEC["spark_conf"] = dict(kv.split("=", 1) for kv in args.spark_conf.split(",") if kv.strip())
+    if any(EXTRA_SPEC.values()):
+        print(f"settings beyond the defaults: {EXTRA_SPEC}", flush=True)
     sizes = sorted(parse_size(s) for s in args.sizes.split(","))
     engines = [e.strip() for e in args.engines.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
@@ -267,6 +275,9 @@ def measure_size(size: int, workload: SizedWorkload, clusters: ScratchClusters, 
         return rows
 
 
+EXTRA_SPEC: dict = {}  # --op-config and --spark-conf, for every engine's cycles
+
+
 def measure_engine(size, workload, engine, standalone, executor_python, tmp, cycles, read_threads, read_batch,
                    clusters, floor_s, parts, profile_dir: Path | None = None) -> dict:
     master = standalone.master_url if engine == "standalone" else "local[2]"
@@ -279,6 +290,7 @@ def measure_engine(size, workload, engine, standalone, executor_python, tmp, cyc
         "cycles": cycles, "extra_pids": extra, "decisions_log": str(tmp / f"decisions-{size}-{label}.log"),
         "read_threads": read_threads, "read_batch_partitions": read_batch,
         "profile_driver": str(profile_dir / f"profile-{size}-{label}.txt") if profile_dir else None,
+        **EXTRA_SPEC,
     }
     print(f"[{size:,}] {label} ({master}):", flush=True)
     row = summarize(size, workload, engine, run_engine(label, spec, tmp), floor_s, parts)

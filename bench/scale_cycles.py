@@ -6,7 +6,8 @@ SPEC: ``bootstraps`` (cluster -> bootstrap), ``dsn`` (chdb), ``master`` (``local
 ``spark://...``), ``executor_python`` (or null), ``group_include``, ``topic_shapes``, ``cycles``,
 ``extra_pids`` (the standalone master and workers: their trees count too), ``decisions_log``,
 ``read_threads``, ``read_batch_partitions`` (optional: the translation's settings),
-``profile_driver`` (optional: a path; the last cycle's cProfile of this process is written there).
+``profile_driver`` (optional: a path; the last cycle's cProfile of this process is written there),
+``op_config`` (optional: op -> more config), ``spark_conf`` (optional: Spark settings).
 
 A warm-up cycle (session, JVM and Python workers start; first commits), then ``cycles`` measured
 ones: every asset of the ``offset_sync`` group through ``dg.materialize``, as ``cycle_benchmark.py``.
@@ -43,7 +44,7 @@ def resources(spec: dict) -> dict:
         SparkResource,
     )
 
-    spark_config = {"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false"}
+    spark_config = {"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false", **spec.get("spark_conf", {})}
     if spec["executor_python"]:
         spark_config.update({"spark.pyspark.python": spec["executor_python"], "spark.executor.memory": "768m",
                              "spark.cores.max": "2"})
@@ -92,6 +93,8 @@ def main(spec_path: str, out_path: str) -> int:
         },
         "loggers": {"console": {"config": {"log_level": "WARNING"}}},
     }
+    for op, extra in spec.get("op_config", {}).items():
+        run_config["ops"].setdefault(op, {"config": {}})["config"].update(extra)
     for key in ("read_threads", "read_batch_partitions"):
         if spec.get(key):
             run_config["ops"]["offset_translations"]["config"][key] = spec[key]
