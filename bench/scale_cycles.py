@@ -81,6 +81,31 @@ class GcClock:
             self.seconds[info["generation"]] += time.perf_counter() - self._started
 
 
+def stage_report(ui_url: str, app_id: str, last: int = 6) -> list[dict]:
+    """The newest ``last`` stages: tasks, wall seconds (submission to completion), and the tasks'
+    summed run and CPU seconds (a mapInArrow task's run time includes its Python worker's)."""
+    import urllib.request
+    from datetime import datetime
+
+    def at(text: str) -> datetime:
+        return datetime.strptime(text.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
+
+    with urllib.request.urlopen(f"{ui_url}/api/v1/applications/{app_id}/stages", timeout=10) as answer:
+        stages = json.loads(answer.read())
+    out = []
+    for st in sorted(stages, key=lambda st: st["stageId"])[-last:]:
+        wall = (at(st["completionTime"]) - at(st["submissionTime"])).total_seconds() \
+            if st.get("completionTime") and st.get("submissionTime") else None
+        with urllib.request.urlopen(f"{ui_url}/api/v1/applications/{app_id}/stages/{st['stageId']}/"
+                                    f"{st['attemptId']}/taskList?length=64", timeout=10) as answer:
+            tasks = json.loads(answer.read())
+        out.append({"stage": st["stageId"], "name": st["name"][:60], "tasks": st["numTasks"], "wall_s": wall,
+                    "task_run_s": st["executorRunTime"] / 1000, "task_cpu_s": st["executorCpuTime"] / 1e9,
+                    "task_seconds": sorted(round(t.get("duration", 0) / 1000, 2) for t in tasks)})
+        print(f"  stage {out[-1]}", flush=True)
+    return out
+
+
 def main(spec_path: str, out_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     route_decisions(spec["decisions_log"])
@@ -150,6 +175,8 @@ def main(spec_path: str, out_path: str) -> int:
               f"driver GC s by generation {cycles[-1]['driver_gc_seconds']}, steps {cycles[-1]['steps']}", flush=True)
     context = res["spark"].spark_session.sparkContext
     report = {"master": context.master, "cycles": cycles}
+    if context.uiWebUrl:  # --spark-conf spark.ui.enabled=true: the last cycle's stages, from Spark's REST API
+        report["stages"] = stage_report(context.uiWebUrl, context.applicationId)
     res["spark"].spark_session.stop()
     Path(out_path).write_text(json.dumps(report, indent=1))
     return 0
