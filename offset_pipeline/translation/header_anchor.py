@@ -26,8 +26,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .facts import PartitionFacts, RecordFact
-from .headers import CopiedFrom, MalformedHeader
-from .result import PROBLEM_PRIORITY, Anchor, Strategy, TranslationResult, TranslationStatus
+from .headers import CopiedFrom, LocalRecord, MalformedHeader
+from .result import (
+    PROBLEM_PRIORITY,
+    Anchor,
+    Strategy,
+    TranslationResult,
+    TranslationStatus,
+)
 
 _SOURCE_RANK = {
     TranslationStatus.HEADER_EXACT: 2,
@@ -94,7 +100,8 @@ def translate_by_header_anchor(facts: PartitionFacts) -> TranslationResult:
         consider(at, TranslationStatus.HEADER_EXACT, "record at c")
     below = facts.usable_records_below()
     for record in below:
-        consider(record, TranslationStatus.HEADER_ANCHOR, "record below c")
+        if not isinstance(record.origin, LocalRecord):  # a local record is no anchor: spare the call
+            consider(record, TranslationStatus.HEADER_ANCHOR, "record below c")
 
     kept = facts.kept_anchor
     if kept is not None:
