@@ -106,7 +106,7 @@ def summarize(size: int, workload: SizedWorkload, engine: str, report: dict, flo
            "groups": len(workload.groups()), "floor_seconds": floor_s, "floor_parts": floor_parts}
     if "error" in report:
         return {**row, "error": report["error"]}
-    measured = [c for c in report["cycles"] if c["label"] != "warm-up"] or report["cycles"]
+    measured = [c for c in report["cycles"] if c["label"] not in ("warm-up", "profiled")] or report["cycles"]
     seconds = statistics.median(c["seconds"] for c in measured)
     cpu = statistics.median(c["cpu_seconds"] for c in measured)
     steps = sorted({k for c in measured for k in c["steps"]})
@@ -181,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--read-threads", type=int, help="the translation's read_threads (default: its own)")
     parser.add_argument("--profile-driver", action="store_true",
-                        help="write a cProfile of the driver's last cycle to the out folder (profile-<size>-<engine>.txt)")
+                        help="write a cProfile of the driver in one more cycle, left out of the figures, to the out folder "
+                             "(profile-<size>-<engine>.txt)")
     parser.add_argument("--read-batches", default="",
                         help="comma list of the translation's read_batch_partitions to compare (default: its own)")
     parser.add_argument("--op-config", default="{}",
