@@ -7,7 +7,8 @@ SPEC: ``bootstraps`` (cluster -> bootstrap), ``dsn`` (chdb), ``master`` (``local
 ``extra_pids`` (the standalone master and workers: their trees count too), ``decisions_log``,
 ``read_threads``, ``read_batch_partitions`` (optional: the translation's settings),
 ``profile_driver`` (optional: a path; one more cycle, under cProfile and left out of the figures, is written there),
-``op_config`` (optional: op -> more config), ``spark_conf`` (optional: Spark settings).
+``op_config`` (optional: op -> more config), ``spark_conf`` (optional: Spark settings), ``gc_freeze``
+(optional: ``gc.freeze()`` around each cycle, an experiment).
 
 A warm-up cycle (session, JVM and Python workers start; first commits), then ``cycles`` measured
 ones: every asset of the ``offset_sync`` group through ``dg.materialize``, as ``cycle_benchmark.py``.
@@ -141,9 +142,15 @@ def main(spec_path: str, out_path: str) -> int:
 
             profile = cProfile.Profile()
             profile.enable()
+        if spec.get("gc_freeze"):
+            import gc
+
+            gc.freeze()  # what lived before the cycle is left out of its collections
         with PeakRss(tree) as peak:
             result = dg.materialize(assets, resources=res, run_config=run_config, instance=instance,
                                     raise_on_error=False)
+        if spec.get("gc_freeze"):
+            gc.unfreeze()
         if profile is not None:
             import io
             import pstats
