@@ -94,7 +94,7 @@ def ensure_table(client) -> None:
 
 
 def insert_rows(client, rows: Iterable[CommitRow]) -> int:
-    return insert_dataclass_rows(client, TABLE, rows, COLUMNS, COLUMNS.index("cycle_time"))
+    return insert_dataclass_rows(client, TABLE, rows, COLUMNS)
 
 
 def newest_synced_cycle_times(client, group_ids: Iterable[str]) -> dict[str, float]:

@@ -144,7 +144,7 @@ def ensure_table(client) -> None:
 
 
 def insert_rows(client, rows: Iterable[FastForwardRow]) -> int:
-    return insert_dataclass_rows(client, TABLE, rows, COLUMNS, COLUMNS.index("checked_at"))
+    return insert_dataclass_rows(client, TABLE, rows, COLUMNS)
 
 
 PointKey = tuple[str, str, int, str, str]  # group, topic, partition, active, standby

@@ -70,7 +70,7 @@ def ensure_table(client) -> None:
 
 
 def insert_rows(client, rows: Iterable[ReadinessRow]) -> int:
-    return insert_dataclass_rows(client, TABLE, rows, COLUMNS, COLUMNS.index("checked_at"))
+    return insert_dataclass_rows(client, TABLE, rows, COLUMNS)
 
 
 def newest(client, group_ids: Iterable[str] | None = None, within_s: float = 3600.0) -> list[ReadinessRow]:

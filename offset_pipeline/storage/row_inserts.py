@@ -1,7 +1,8 @@
 """Appending dataclass rows to a table: the one insert path of the append-only tables whose rows
-are dataclasses with one epoch-milliseconds time field (``offset_commits``, ``offset_fast_forwards``).
+are dataclasses with epoch-milliseconds time fields (``offset_snapshots``, ``offset_commits``,
+``offset_fast_forwards``, ``offset_sync_metrics``, ``offset_group_readiness``).
 
-The ``*_ms`` field is stored as ``DateTime64(3, 'UTC')`` under the column name without ``_ms``;
+A ``*_ms`` field is stored as ``DateTime64(3, 'UTC')`` under the column name without ``_ms``;
 values go through clickhouse-connect's column binding, never SQL text.
 """
 
@@ -9,20 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import fields
-from functools import lru_cache
 from operator import attrgetter
 
 
 def columns_of(row_type, time_field: str) -> list[str]:
     """The table's column names for ``row_type``: ``time_field`` (``..._ms``) named without ``_ms``."""
     return [f.name.removesuffix("_ms") if f.name == time_field else f.name for f in fields(row_type)]
-
-
-@lru_cache(maxsize=None)
-def field_values(row_type) -> attrgetter:
-    """A getter of a flat dataclass's field values, as a tuple in field order (what
-    ``dataclasses.astuple`` gives for scalar fields, without its recursive copy)."""
-    return attrgetter(*(f.name for f in fields(row_type)))
 
 
 def column_values(rows: Iterable) -> list[list]:
@@ -37,10 +30,10 @@ def column_values(rows: Iterable) -> list[list]:
     return [list(map(attrgetter(f.name), rows)) for f in fields(rows[0])]
 
 
-def insert_dataclass_rows(client, table: str, rows: Iterable, columns: list[str], time_index: int | None = None) -> int:
+def insert_dataclass_rows(client, table: str, rows: Iterable, columns: list[str]) -> int:
     """Insert ``rows`` (flat dataclass instances in ``columns`` order; their ``*_ms`` fields are
     epoch milliseconds, stored as ``DateTime64(3, 'UTC')``), column-oriented. Returns how many
-    were inserted. (``time_index`` is no longer needed: the milliseconds are the column's ticks.)"""
+    were inserted."""
     data = column_values(rows)
     if data:
         client.insert(table, data, column_names=columns, column_oriented=True)

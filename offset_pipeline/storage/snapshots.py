@@ -83,8 +83,6 @@ def ensure_table(client) -> None:
 
 
 def insert_rows(client, rows: list[SnapshotRow]) -> int:
-    if not rows:
-        return 0
     names = ["snapshot_time" if c == "snapshot_time_ms" else c for c in COLUMNS]
     return insert_dataclass_rows(client, TABLE, rows, names)
 
