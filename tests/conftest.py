@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.cluster import ClusterSpec, KafkaCluster
@@ -50,6 +50,30 @@ def wait_for(predicate, timeout=60.0, what="condition"):
 
 
 @contextmanager
+def run_transaction(bootstrap: str, transactional_id: str, send, *, commit: bool, attempts: int = 3) -> None:
+    """One transaction of the records `send(producer)` produces, committed or aborted (written
+    first, so an aborted transaction leaves its records and marker in the log).
+
+    Under load the broker can answer EndTxn with INVALID_TXN_STATE (librdkafka issue 4849), a
+    fatal error for that producer. A new producer of the same transactional id fences the old one
+    and aborts what it left open, so the batch is redone whole and never half-committed."""
+    for attempt in range(attempts):
+        producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "log_level": 3})
+        try:
+            producer.init_transactions(30)
+            producer.begin_transaction()
+            send(producer)
+            producer.flush(30)  # written before an abort too: the log holds the aborted records
+            if commit:
+                producer.commit_transaction(30)
+            else:
+                producer.abort_transaction(30)
+            return
+        except KafkaException:
+            if attempt == attempts - 1:
+                raise
+
+
 def stopped_by_sigterm(cmd: list[str], log_path: Path, env: dict | None = None):
     """Run a CLI in its own process group for the ``with`` body, then SIGTERM it and require a
     clean exit (code 0); a process that hangs is killed so no test leaves one behind."""
