@@ -66,6 +66,7 @@ reading partitions from more threads per process did not shorten it (measured 1,
 from __future__ import annotations
 
 import bisect
+import copy
 import dataclasses
 import time
 import uuid
@@ -681,7 +682,7 @@ def _with_timestamp_facts(
             standby_records_complete=not none and len(window) < reads.refine_window
             and (reads.covered_to(max(o, s_start)) or -1) >= reads.reader.end,
         )
-        out.append(_replace(f, timestamp=tf))
+        out.append(_with_timestamp(f, tf))
     return out
 
 
@@ -708,5 +709,10 @@ def _read_last(reader: PartitionReader, start: int, end: int, step: int):
     return None
 
 
-def _replace(facts: PartitionFacts, **changes) -> PartitionFacts:
-    return dataclasses.replace(facts, **changes)
+def _with_timestamp(facts: PartitionFacts, timestamp: TimestampFacts) -> PartitionFacts:
+    """``facts`` with their timestamp search. A shallow copy with one field set: every other field
+    was checked when ``facts`` were built and ``timestamp`` has no check of its own, while
+    ``dataclasses.replace`` runs ``__init__`` again (2.5 s of 100,000 groups' reads, profiled)."""
+    out = copy.copy(facts)
+    object.__setattr__(out, "timestamp", timestamp)
+    return out

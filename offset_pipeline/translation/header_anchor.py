@@ -99,9 +99,29 @@ def translate_by_header_anchor(facts: PartitionFacts) -> TranslationResult:
     if at is not None:
         consider(at, TranslationStatus.HEADER_EXACT, "record at c")
     below = facts.usable_records_below()
+    # Every usable copy below c gives t = s + 1, so only the highest s can win (the first such
+    # record, newest first, as max() keeps the first of equals): it alone becomes a candidate.
+    # Records with a problem go through consider() for their warning. This loop runs groups x
+    # window times: one candidate object per record was a third of a 100k-row cycle's rules.
+    best_below: RecordFact | None = None
+    best_s = -1
+    lowest_s = facts.standby_log_start - 1  # t = s + 1 must not fall below the standby log start
+    end = facts.standby_log_end
     for record in below:
-        if not isinstance(record.origin, LocalRecord):  # a local record is no anchor: spare the call
-            consider(record, TranslationStatus.HEADER_ANCHOR, "record below c")
+        origin = record.origin
+        if isinstance(origin, CopiedFrom):
+            if origin.cluster != standby:
+                continue  # produced on the active cluster: no anchor (Lemma 2)
+            s = origin.offset
+            if lowest_s <= s < end:
+                if s > best_s:
+                    best_s, best_below = s, record
+                continue
+        elif isinstance(origin, LocalRecord):
+            continue
+        consider(record, TranslationStatus.HEADER_ANCHOR, "record below c")
+    if best_below is not None:
+        consider(best_below, TranslationStatus.HEADER_ANCHOR, "record below c")
 
     kept = facts.kept_anchor
     if kept is not None:

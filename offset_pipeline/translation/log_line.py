@@ -41,6 +41,11 @@ def quote_log_text(text: str) -> str:
 
 
 def log_value(value: object) -> str:
+    kind = type(value)  # the common cases first, by exact type (a Token is a str, a bool an int)
+    if kind is str:
+        return quote_log_text(value)
+    if kind is int:
+        return str(value)
     if isinstance(value, Token):
         return str(value)
     if value is None:

@@ -65,10 +65,15 @@ def _lemma_1(facts: PartitionFacts, c: int) -> list[int]:
     s = at.copy_of(standby) if at is not None else None
     if s is not None and s < end:
         proofs.append(s)
+    # Only the largest proof counts (safe_standby_bound takes the max): one per window, not one per
+    # record. record.copy_of(standby), inlined: this loop runs groups x window times.
+    highest = -1
     for record in facts.usable_records_below():
-        origin = record.origin  # record.copy_of(standby), inlined: this loop runs groups x window times
-        if isinstance(origin, CopiedFrom) and origin.cluster == standby and origin.offset < end:
-            proofs.append(origin.offset + 1)
+        origin = record.origin
+        if isinstance(origin, CopiedFrom) and origin.cluster == standby and highest < origin.offset < end:
+            highest = origin.offset
+    if highest >= 0:
+        proofs.append(highest + 1)
     kept = facts.kept_anchor
     if (
         kept is not None

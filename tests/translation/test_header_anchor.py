@@ -7,7 +7,11 @@ cluster is idc1 (its records named a*), the standby idc2 (b*).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from offset_pipeline.translation import (
     Anchor,
@@ -21,7 +25,7 @@ from offset_pipeline.translation import (
     translate_by_header_anchor,
     translate_partition,
 )
-from offset_pipeline.translation.headers import HeaderProblem
+from offset_pipeline.translation.headers import LOCAL, HeaderProblem
 from devstack.two_cluster_model import TwoClusterModel, count_duplicates, count_loss
 
 A, B = "idc1", "idc2"
@@ -203,6 +207,22 @@ def test_bad_header_at_c_gets_its_status(record_at, status):
     assert result.reason
 
 
+@pytest.mark.parametrize(
+    ("s", "warnings", "t"),
+    [
+        (99, (), 100),  # the last standby record: t = its log end
+        (100, (TranslationStatus.ORIGIN_OFFSET_BEYOND_STANDBY_END,), 51),  # at the log end: cannot be true
+        (4, (), 51),  # valid (t = 5, the standby log start) but lower than the other copy
+        (3, (TranslationStatus.STANDBY_RECORDS_DELETED,), 51),
+    ],
+)
+def test_window_copies_at_the_edges_of_the_standby_log(s, warnings, t):
+    # A copy that cannot be true never hides a true one lower in the window.
+    window = [copy(9, s), RecordFact(8, 0, LOCAL), copy(7, 50)]
+    result = translate_by_header_anchor(facts_with(None, window, standby_log_start=5))
+    assert (result.status, result.standby_offset, result.warnings) == (TranslationStatus.HEADER_ANCHOR, t, warnings)
+
+
 def test_bad_header_at_c_with_a_good_anchor_below_translates_with_a_warning():
     result = translate_by_header_anchor(facts_with(bad(10, HeaderProblem.OFFSET_NOT_A_NUMBER), [copy(8, 40)]))
     assert (result.status, result.standby_offset) == (TranslationStatus.HEADER_ANCHOR, 41)
@@ -251,3 +271,57 @@ def test_one_way_from_the_standby_is_exact_every_cycle():
 def test_two_way_duplicates_are_not_promised():
     _, result = run(["a0", "b0'"], ["b0", "a0'"], 1)
     assert result.expected_duplicates is None
+
+
+# -- the best candidate is the highest t among the candidates taken one at a time ------------------
+
+_ORIGINS = st.one_of(
+    st.builds(CopiedFrom, st.just(B), st.integers(0, 40)),
+    st.builds(CopiedFrom, st.just(A), st.integers(0, 40)),
+    st.just(LOCAL),
+    st.builds(MalformedHeader, st.sampled_from(list(HeaderProblem))),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    c=st.integers(5, 30),
+    below=st.lists(st.tuples(st.integers(0, 29), _ORIGINS), max_size=12),
+    at=st.one_of(st.none(), _ORIGINS),
+    kept=st.one_of(st.none(), st.tuples(st.integers(0, 35), st.integers(0, 40))),
+    standby_range=st.tuples(st.integers(0, 10), st.integers(10, 35)),
+)
+def test_the_result_is_the_best_of_its_candidates_taken_alone(c, below, at, kept, standby_range):
+    """The window loop keeps only the highest-s copy; judged one record at a time the rule must
+    agree: the same t, the same status, the anchor of the first best record (newest first), and
+    every record's warnings in window order."""
+    start, end = standby_range
+    facts = PartitionFacts(
+        group_id="g", topic="t", partition=0, active=A, standby=B, committed=c,
+        active_log_start=0, active_log_end=40, standby_log_start=start, standby_log_end=end,
+        record_at_or_after=RecordFact(c, 0, at) if at is not None else None,
+        records_below=tuple(RecordFact(o, 0, origin) for o, origin in below),
+        kept_anchor=Anchor(A, B, *kept) if kept is not None else None,
+    )
+    result = translate_by_header_anchor(facts)
+
+    def alone(**changes):
+        empty = {"record_at_or_after": None, "records_below": (), "kept_anchor": None}
+        return translate_by_header_anchor(replace(facts, **{**empty, **changes}))
+
+    singles = []
+    if facts.record_at_or_after is not None:
+        singles.append(alone(record_at_or_after=facts.record_at_or_after))
+    singles += [alone(records_below=(r,)) for r in facts.usable_records_below()]
+    if facts.kept_anchor is not None:
+        singles.append(alone(kept_anchor=facts.kept_anchor, record_at_or_after=facts.record_at_or_after))
+    rank = {TranslationStatus.HEADER_EXACT: 2, TranslationStatus.HEADER_ANCHOR: 1, TranslationStatus.KEPT_ANCHOR: 0}
+    translated = [r for r in singles if r.translated]
+    if not translated:
+        assert not result.translated
+        return
+    best = max(translated, key=lambda r: (r.standby_offset, rank[r.status]))
+    assert (result.standby_offset, result.status, result.anchor_used) == (
+        best.standby_offset, best.status, best.anchor_used)
+    window_warnings = [w for r in singles[: len(singles) - (facts.kept_anchor is not None)] for w in r.warnings]
+    assert list(result.warnings[: len(dict.fromkeys(window_warnings))]) == list(dict.fromkeys(window_warnings))
