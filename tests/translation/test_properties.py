@@ -15,6 +15,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from offset_pipeline.translation.log_line import log_line
+from offset_pipeline.translation.translate import DECISION_KIND, decision_fields
 from offset_pipeline.translation import (
     Anchor,
     CopiedFrom,
@@ -362,16 +364,19 @@ _free_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), m
 
 @PROFILE
 @given(_free_text, _free_text, st.integers(0, 10_000), st.one_of(st.none(), st.integers(0, 10**12)),
-       st.sampled_from(list(TranslationStatus)), st.booleans())
-def test_decision_log_line_is_one_parseable_line(group, reason, partition, offset, status, inversion):
+       st.sampled_from(list(TranslationStatus)), st.booleans(), st.one_of(st.none(), st.integers(0, 10**6)))
+def test_decision_log_line_is_one_parseable_line(group, reason, partition, offset, status, inversion, other):
     if status.translated:
         result = TranslationResult(group, "orders.v1", partition, Strategy.HEADER_ANCHOR, offset or 0, status, reason,
                                    timestamp_inversion=inversion, active=A, standby=B, committed=offset,
-                                   anchor_used=Anchor(A, B, 3, 4), warnings=(TranslationStatus.MALFORMED_HEADER,))
+                                   standby_committed=other, expected_duplicates=other,
+                                   anchor_used=Anchor(A, B, 3, 4), anchor_to_keep=Anchor(A, B, 3, 4),
+                                   warnings=(TranslationStatus.MALFORMED_HEADER,))
     else:
         result = untranslatable(group, "orders.v1", partition, status, reason, active=A, standby=B,
-                                committed=offset, timestamp_inversion=inversion)
+                                committed=offset, timestamp_inversion=inversion, standby_committed=other)
     line = decision_log_line(result)
+    assert line == log_line(DECISION_KIND, decision_fields(result))  # the written-out line is the generic one
     assert len(line.splitlines()) == 1
     fields = parse_decision_log_line(line)
     assert fields["group"] == group
