@@ -98,6 +98,8 @@ def _int(value) -> int | None:
 
 def _text(value):
     """A string column's value as ClickHouse gives it back: an enum member as its value."""
+    if type(value) is str:  # the common case, 1.3 million calls per 100,000-row cycle
+        return value
     return value.value if isinstance(value, Enum) else value
 
 

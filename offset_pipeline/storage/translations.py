@@ -32,6 +32,7 @@ any character.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from operator import itemgetter
 
 from offset_pipeline.storage.retention import clickhouse_retention, delete_ttl, ensure_ttl, rollup_ttl
 from offset_pipeline.storage.upkeep import ensure_upkeep
@@ -183,7 +184,7 @@ def _insert_dicts(client, table: str, rows: list[dict], columns: list[str], time
     """Column-oriented (no per-row list, no datetime per row: storage/row_inserts.py says why)."""
     if not rows:
         return 0
-    data = [[row[c] for row in rows] for c in columns]
+    data = [list(map(itemgetter(c), rows)) for c in columns]
     times = columns.index(time_column)
     data[times] = [_ms(v) for v in data[times]]
     client.insert(table, data, column_names=columns, column_oriented=True)

@@ -20,12 +20,16 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from offset_pipeline.kafka_io.group_io import IsolatedGroupIO
 from offset_pipeline.storage import commits, cycle_rows, snapshots
 from offset_pipeline.storage.commits import CommitRow
 from offset_pipeline.sync.commit_rules import CommitDecision, commit_log_line
 from offset_pipeline.sync.commit_step import TRANSLATED_COLUMNS, CycleContext, TranslatedRow, commit_group
+
+_TRANSLATED_VALUES = itemgetter(*TRANSLATED_COLUMNS)
+_GROUP_PARTITION = itemgetter(0, 1, 2)
 
 # Logged at DEBUG (monitoring/decision_log.py): a commit forward, a standby already at t, and a result with
 # no offset (its translation line, at INFO, already says why; during an outage these were half of
@@ -40,7 +44,8 @@ def translated_by_group(carried: Iterable[Mapping] | None, client, snapshot_id: 
     ``client``; neither raises RuntimeError naming ``client_error`` (why there is no client)."""
     by_group: dict = defaultdict(list)
     if carried is not None:
-        translated = sorted((tuple(row[c] for c in TRANSLATED_COLUMNS) for row in carried), key=lambda v: v[:3])
+        # itemgetter: one C call per row (100,000 rows a cycle); sorted by group, topic, partition
+        translated = sorted(map(_TRANSLATED_VALUES, carried), key=_GROUP_PARTITION)
     elif client is not None:
         translated = cycle_rows.translation_rows(client, snapshot_id, TRANSLATED_COLUMNS)
     else:

@@ -111,6 +111,10 @@ def translate_partition(facts: PartitionFacts) -> TranslationResult:
             + (f" (replaces {primary.status.value} t={primary.standby_offset})" if primary is not None else ""),
         )
     if chosen is not None:
+        if (chosen.anchor_to_keep, chosen.warnings, chosen.timestamp_inversion) == (
+            header.anchor_to_keep, warnings, inversion
+        ):
+            return chosen  # the header result alone, as most are: replace() would build an equal copy
         return dataclasses.replace(
             chosen, anchor_to_keep=header.anchor_to_keep, warnings=warnings, timestamp_inversion=inversion
         )
