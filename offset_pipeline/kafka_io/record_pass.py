@@ -215,16 +215,21 @@ def fetch_many(consumer: Consumer, reqs: list[RawRead], timeout_s: float) -> lis
             for msg in batch:
                 topic = msg.topic()
                 if topic is None:  # a consumer-wide error: every open pass takes it
-                    keys = [k for k, s in open_states.items() if not s.done]
-                else:
-                    keys = [(topic, msg.partition())]
-                for key in keys:
-                    state = open_states.get(key)
-                    if state is None or state.done:
-                        continue  # a pass already complete: events still queued for it are not its
-                    state.last_event = now
-                    if state.take(msg):
-                        finished.append(key)
+                    for key, state in open_states.items():
+                        if not state.done:
+                            state.last_event = now
+                            if state.take(msg):
+                                finished.append(key)
+                    continue
+                # The common case, once per record read (hundreds of thousands per task): no list
+                # of keys, no property call.
+                key = (topic, msg.partition())
+                state = open_states.get(key)
+                if state is None or state.result is not None or state.error is not None:
+                    continue  # a pass already complete: events still queued for it are not its
+                state.last_event = now
+                if state.take(msg):
+                    finished.append(key)
             for key, state in open_states.items():
                 if not state.done and now - state.last_event > MANY_STALL_S:
                     try:
