@@ -20,7 +20,9 @@ from collections import Counter
 import dagster as dg
 from pydantic import Field
 
+from offset_pipeline.assets.snapshot import KAFKA_CHILDREN
 from offset_pipeline.assets.translation import TRANSLATION_ROWS
+from offset_pipeline.kafka_io.group_io import IsolatedGroupIO
 from offset_pipeline.monitoring.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.run_targets import SYNC_POOL
@@ -101,7 +103,14 @@ def offset_standby_commits(
                             f"({type(history.error).__name__}); no rewind after a reset this cycle")
         client = None
     clusters = {resource.cluster_name: resource for resource in (idc1, idc2)}
-    done = commit_groups(by_group, clusters, cycle, history.previous_committed, config.parallel_groups)
+    # The snapshot step's child processes when it ran in this process (closed here), else new ones.
+    children = cycle_carry.take(snapshot_id, KAFKA_CHILDREN)
+    io = IsolatedGroupIO({name: resource.plain() for name, resource in clusters.items()},
+                         calls=children.calls if children is not None else None)
+    try:
+        done = commit_groups(by_group, clusters, cycle, history.previous_committed, config.parallel_groups, io=io)
+    finally:
+        io.close()
     _log_commits(context.log, snapshot_id, len(by_group), done)
     # A standby offset that is not where the newest recorded cycle left it was moved unrecorded: most
     # likely by a sync run killed between its commit calls and storing its rows (each group's

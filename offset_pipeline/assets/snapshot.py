@@ -19,6 +19,7 @@ import dagster as dg
 from pydantic import Field
 
 from offset_pipeline.kafka_io.group_offsets import DEFAULT_GROUP_EXCLUDE, GroupFilter
+from offset_pipeline.kafka_io.isolated import ClusterChildren
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.run_targets import SYNC_POOL
 from offset_pipeline.settings import kafka_timeout_s
@@ -35,6 +36,7 @@ from offset_pipeline.sync.snapshot_step import (
 
 CLUSTERS_READABLE_CHECK = "clusters_readable"
 SNAPSHOT_ROWS = "snapshot_rows"  # cycle_carry key: this run's SnapshotRow list
+KAFKA_CHILDREN = "kafka_children"  # cycle_carry key: the snapshot's ClusterChildren, taken by the commit step
 
 
 class SnapshotConfig(dg.Config):
@@ -69,12 +71,20 @@ def offset_snapshot(
     group_filter = GroupFilter(config.group_include, config.group_exclude)
     clusters = {resource.cluster_name: resource for resource in (idc1, idc2)}
     # A child process per cluster, both at once (sync/snapshot_step.py): a cluster that cannot be
-    # read is named in reads.unavailable, never an exception.
-    reads = read_clusters({name: resource.admin_config for name, resource in clusters.items()},
-                          group_filter, config.kafka_timeout_s)
+    # read is named in reads.unavailable, never an exception. The children go on to the commit step.
+    children = ClusterChildren(clusters)
+    try:
+        reads = read_clusters({name: resource.admin_config for name, resource in clusters.items()},
+                              group_filter, config.kafka_timeout_s, calls=children.calls)
+    except BaseException:
+        children.close()
+        raise
     kafka_s = time.monotonic() - started
 
     run_id = context.run.run_id
+    for name in reads.unavailable:  # its client may be stuck after the outage: the commit step gets a new one
+        children.calls[name].discard(f"{name} did not answer the snapshot")
+    cycle_carry.put(run_id, KAFKA_CHILDREN, children)
     rows = reads.rows(run_id, snapshot_time_ms)
     cycle_carry.put(run_id, SNAPSHOT_ROWS, rows)  # the next steps read them from here
     writer = open_writer(clickhouse, snapshots.ensure_table)

@@ -110,9 +110,12 @@ class DirectGroupIO:
 class IsolatedGroupIO:
     """The calls in one child process per cluster, shared by the cycle's groups (thread-safe)."""
 
-    def __init__(self, clients: Mapping[str, ClusterClient]):
+    def __init__(self, clients: Mapping[str, ClusterClient], calls: Mapping[str, IsolatedCalls] | None = None):
+        """``calls``: children started earlier (the snapshot step's, so a sync run starts one per
+        cluster, not two); a cluster without one gets its own."""
         self.clients = dict(clients)
-        self.calls = {name: IsolatedCalls(name) for name in self.clients}
+        given = dict(calls or {})
+        self.calls = {name: given.get(name) or IsolatedCalls(name) for name in self.clients}
 
     def _run(self, cluster: str, fn: Callable[..., Any], *args: Any, timeout_s: float) -> Any:
         try:

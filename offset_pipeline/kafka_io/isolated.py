@@ -294,3 +294,16 @@ def _serve() -> None:
 
 if __name__ == "__main__":
     _serve()
+
+
+class ClusterChildren:
+    """An :class:`IsolatedCalls` per cluster that outlives one step: the sync run's snapshot step
+    starts them and hands them (``sync/cycle_carry.py``) to its commit step, which closes them, so
+    a run starts one child per cluster instead of two (about 0.2 s and 0.15 CPU-s each)."""
+
+    def __init__(self, clusters):
+        self.calls = {name: IsolatedCalls(name) for name in clusters}
+
+    def close(self) -> None:
+        for calls in self.calls.values():
+            calls.close()

@@ -15,8 +15,10 @@ from confluent_kafka.admin import AdminClient
 
 from offset_pipeline.assets.commit import offset_standby_commits
 from offset_pipeline.assets.metrics import offset_sync_metrics
-from offset_pipeline.assets.snapshot import offset_snapshot
+from offset_pipeline.assets.snapshot import KAFKA_CHILDREN, offset_snapshot
 from offset_pipeline.assets.translation import offset_translations
+from offset_pipeline.kafka_io import isolated
+from offset_pipeline.sync import cycle_carry
 from offset_pipeline.sync.commit_rules import parse_commit_log_line
 from offset_pipeline.monitoring.decision_log import decision_logger
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
@@ -293,5 +295,32 @@ def test_a_standby_ahead_is_rewound_only_after_a_reset_on_the_active_cluster(kaf
             assert r["new_offset"] == r["committed_after"] == translated[p][0] < ahead[p]
         assert cycles.standby_committed() == {p: translated[p][0] for p in range(PARTITIONS)}
         assert checks(second)["no_loss"].passed
+    finally:
+        member.close()
+
+
+def test_a_sync_run_starts_one_kafka_child_per_cluster_and_stops_them(kafka_pair, chdb_dsn, mirrored_topic,
+                                                                       monkeypatch):
+    """The snapshot step's child processes (kafka_io/isolated.py) serve the commit step too, which
+    closes them: two children per run, none left running, and the commit still lands."""
+    topic, per_partition = mirrored_topic
+    group = odd_group()
+    member = Member(kafka_pair.bootstrap("idc1"), group, topic)
+    member.commit(topic, {p: per_partition - 3 for p in range(PARTITIONS)})
+    started = []
+    real_init = isolated._Child.__init__
+
+    def counted(self, what):
+        real_init(self, what)
+        started.append(self)
+
+    monkeypatch.setattr(isolated._Child, "__init__", counted)
+    cycles = Cycles(kafka_pair, chdb_dsn, group, topic)
+    try:
+        result = cycles.run()
+        assert sorted(child.what for child in started) == ["idc1", "idc2"]
+        assert all(child.proc.wait(timeout=10) is not None for child in started)  # closed by the commit step
+        assert {r["decision"] for r in cycles.commits(result).values()} == {"commit"}
+        assert cycle_carry.get(result.run_id, KAFKA_CHILDREN) is None  # taken, not left behind
     finally:
         member.close()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import dagster as dg
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from offset_pipeline.assets.snapshot import offset_snapshot
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
@@ -14,10 +15,26 @@ from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 pytestmark = pytest.mark.kafka
 
 
+COORDINATOR_NOT_READY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                         KafkaError.COORDINATOR_NOT_AVAILABLE}
+
+
 def commit(bootstrap, group_id, topic, offsets):
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id, "log_level": 3})
-    consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
-    consumer.close()
+    try:
+        # A broker just started may not have loaded the group's coordinator yet (NOT_COORDINATOR):
+        # retriable, asked again for a while.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+                return
+            except KafkaException as exc:
+                if exc.args[0].code() not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+    finally:
+        consumer.close()
 
 
 def test_snapshot_rows_for_both_clusters_with_unicode_and_quoted_group_ids(kafka_pair, chdb_dsn):
