@@ -29,6 +29,7 @@ from offset_pipeline.run_targets import SYNC_POOL
 from offset_pipeline.settings import dry_run_default, kafka_timeout_s
 from offset_pipeline.storage import commits, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
+from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 from offset_pipeline.sync import cycle_carry
 from offset_pipeline.sync.commit_checks import (
     FRESHNESS_CHECK,
@@ -79,6 +80,7 @@ _WARNED_ERRORS = 20  # commit errors logged as Dagster warnings per cycle; all a
         ),
     ],
 )
+@cyclic_gc_paused()  # row building makes no reference cycles: sync/gc_pause.py
 def offset_standby_commits(
     context: dg.AssetExecutionContext,
     config: CommitConfig,

@@ -51,6 +51,7 @@ from offset_pipeline.storage.deferred_writes import (
     SpoolingClient,
     open_writer,
 )
+from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 from offset_pipeline.sync import cycle_carry
 
 
@@ -84,6 +85,7 @@ METRICS_WRITTEN_CHECK = "metrics_written"
         ),
     ],
 )
+@cyclic_gc_paused()  # row building makes no reference cycles: sync/gc_pause.py
 def offset_sync_metrics(
     context: dg.AssetExecutionContext, config: MetricsConfig, clickhouse: ClickHouseResource
 ) -> dg.MaterializeResult:

@@ -43,6 +43,7 @@ from offset_pipeline.settings import (
 )
 from offset_pipeline.storage import deferrals, fast_forwards, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
+from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 from offset_pipeline.sync import cycle_carry
 from offset_pipeline.sync.commit_checks import (
     WITHIN_BOUND_CHECK,
@@ -144,6 +145,7 @@ class TranslationConfig(dg.Config):
         ),
     ],
 )
+@cyclic_gc_paused()  # row building makes no reference cycles: sync/gc_pause.py
 def offset_translations(
     context: dg.AssetExecutionContext,
     config: TranslationConfig,
