@@ -53,6 +53,7 @@ from offset_pipeline.continuous.run_state import ContinuousState, snapshot_tuple
 from offset_pipeline.kafka_io.group_io import IsolatedGroupIO
 from offset_pipeline.kafka_io.group_offsets import GroupFilter
 from offset_pipeline.kafka_io.isolated import IsolatedCalls
+from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 from offset_pipeline.monitoring.decision_log import write_decision_lines
 from offset_pipeline.storage import (
     commits,
@@ -268,6 +269,7 @@ class ContinuousSync:
 
     # -- one cycle -----------------------------------------------------------------------------
 
+    @cyclic_gc_paused()  # as the interval steps: the cycle's rows make no reference cycles (sync/gc_pause.py)
     def cycle(self) -> CycleOutcome:
         started = time.monotonic()
         self._number += 1
