@@ -49,31 +49,40 @@ def wait_for(predicate, timeout=60.0, what="condition"):
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-@contextmanager
-def run_transaction(bootstrap: str, transactional_id: str, send, *, commit: bool, attempts: int = 3) -> None:
-    """One transaction of the records `send(producer)` produces, committed or aborted (written
-    first, so an aborted transaction leaves its records and marker in the log).
+class Transactions:
+    """Transactions of one transactional id, each committed or aborted whole: ``run(send, commit=)``
+    runs the records ``send(producer)`` produces in one (written first, so an aborted transaction
+    leaves its records and marker in the log). One producer serves them all.
 
     Under load the broker can answer EndTxn with INVALID_TXN_STATE (librdkafka issue 4849), a
     fatal error for that producer. A new producer of the same transactional id fences the old one
-    and aborts what it left open, so the batch is redone whole and never half-committed."""
-    for attempt in range(attempts):
-        producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "log_level": 3})
-        try:
-            producer.init_transactions(30)
-            producer.begin_transaction()
-            send(producer)
-            producer.flush(30)  # written before an abort too: the log holds the aborted records
-            if commit:
-                producer.commit_transaction(30)
-            else:
-                producer.abort_transaction(30)
-            return
-        except KafkaException:
-            if attempt == attempts - 1:
-                raise
+    and aborts what it left open, so the transaction is redone whole and never half-committed."""
+
+    def __init__(self, bootstrap: str, transactional_id: str):
+        self.conf = {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "log_level": 3}
+        self.producer = None
+
+    def run(self, send, *, commit: bool, attempts: int = 3) -> None:
+        for attempt in range(attempts):
+            try:
+                if self.producer is None:
+                    self.producer = Producer(self.conf)
+                    self.producer.init_transactions(30)
+                self.producer.begin_transaction()
+                send(self.producer)
+                self.producer.flush(30)
+                if commit:
+                    self.producer.commit_transaction(30)
+                else:
+                    self.producer.abort_transaction(30)
+                return
+            except KafkaException:
+                self.producer = None  # the next attempt fences it with a new producer of the same id
+                if attempt == attempts - 1:
+                    raise
 
 
+@contextmanager
 def stopped_by_sigterm(cmd: list[str], log_path: Path, env: dict | None = None):
     """Run a CLI in its own process group for the ``with`` body, then SIGTERM it and require a
     clean exit (code 0); a process that hangs is killed so no test leaves one behind."""

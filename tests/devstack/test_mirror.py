@@ -17,7 +17,7 @@ from confluent_kafka import Producer
 
 from devstack.mirror import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER, DataMirror, MirrorConfig
 from devstack.records import read_partition
-from tests.conftest import run_transaction, wait_for
+from tests.conftest import Transactions, wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -120,12 +120,13 @@ def test_two_way_topic_keeps_per_origin_order_interleaves_differently_and_never_
 
 def test_aborted_transactions_are_not_mirrored(kafka_pair, session_mirrors, topic_name):
     kafka_pair.create_topic(topic_name, partitions=1)
+    transactions = Transactions(kafka_pair.bootstrap("idc1"), topic_name)
     for batch, commit in (("a", True), ("b", False), ("c", True), ("d", False)):
         def send(producer, batch=batch):
             for i in range(5):
                 producer.produce(topic_name, value=json.dumps({"id": f"{batch}{i}"}).encode(), partition=0)
 
-        run_transaction(kafka_pair.bootstrap("idc1"), topic_name, send, commit=commit)
+        transactions.run(send, commit=commit)
     expected = [f"{b}{i}" for b in "ac" for i in range(5)]
     wait_for(count_is(kafka_pair, "idc2", topic_name, 0, 10), what="committed copies")
     time.sleep(2)

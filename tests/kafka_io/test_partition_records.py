@@ -26,7 +26,7 @@ from offset_pipeline.translation.result import TranslationStatus
 from offset_pipeline.translation.shape import TopicShape
 from offset_pipeline.translation.safe_bound import safe_standby_bound
 from offset_pipeline.translation.translate import check_no_loss, translate_partition
-from tests.conftest import run_transaction, wait_for
+from tests.conftest import Transactions, wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -128,7 +128,7 @@ def test_two_way_topic_translations_never_lose(kafka_pair, session_mirrors, topi
 def produce_one_way(pair, topic) -> int:
     """Equal-timestamp batches on idc1, each in a transaction (markers), one aborted, one stamped
     back in time. Returns the number of real records, read back committed from idc1."""
-    transactional_id = f"tx-{uuid.uuid4().hex}"
+    transactions = Transactions(pair.bootstrap("idc1"), f"tx-{uuid.uuid4().hex}")
     base = int(time.time() * 1000) - 3_600_000
     for batch in range(10):
         ts = base + 500 if batch == 7 else base + batch * 1000  # batch 7 goes back in time
@@ -137,7 +137,7 @@ def produce_one_way(pair, topic) -> int:
             for i in range(6):
                 producer.produce(topic, value=json.dumps({"id": f"b{batch}-{i}"}).encode(), partition=0, timestamp=ts)
 
-        run_transaction(pair.bootstrap("idc1"), transactional_id, send, commit=batch != 4)
+        transactions.run(send, commit=batch != 4)
     n = len(read_partition(pair.bootstrap("idc1"), topic, 0))
     assert n == 54, n  # nine committed batches of six
     return n
