@@ -29,7 +29,6 @@ from offset_pipeline.run_targets import SYNC_POOL
 from offset_pipeline.settings import dry_run_default, kafka_timeout_s
 from offset_pipeline.storage import commits, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
-from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 from offset_pipeline.sync import cycle_carry
 from offset_pipeline.sync.commit_checks import (
     FRESHNESS_CHECK,
@@ -46,6 +45,7 @@ from offset_pipeline.sync.commit_cycle import (
     unrecorded_changes,
 )
 from offset_pipeline.sync.commit_step import CycleContext
+from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 
 COMMIT_ROWS = "commit_rows"  # cycle_carry key: this run's CommitRow list
 

@@ -51,8 +51,8 @@ from offset_pipeline.storage.deferred_writes import (
     SpoolingClient,
     open_writer,
 )
-from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 from offset_pipeline.sync import cycle_carry
+from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 
 
 class MetricsConfig(dg.Config):

@@ -26,8 +26,8 @@ from offset_pipeline.settings import kafka_timeout_s
 from offset_pipeline.storage import snapshots
 from offset_pipeline.storage.deferred_writes import WriteOutcome, open_writer
 from offset_pipeline.storage.snapshots import SnapshotRow
-from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 from offset_pipeline.sync import cycle_carry
+from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 from offset_pipeline.sync.snapshot_step import (
     ClusterReads,
     UnreadFacts,

@@ -43,12 +43,12 @@ from offset_pipeline.settings import (
 )
 from offset_pipeline.storage import deferrals, fast_forwards, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
-from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 from offset_pipeline.sync import cycle_carry
 from offset_pipeline.sync.commit_checks import (
     WITHIN_BOUND_CHECK,
     evaluate_within_safe_bound,
 )
+from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 from offset_pipeline.sync.shape_step import ShapeSettings, ShapeStep, sample_and_detect
 from offset_pipeline.sync.spark_translation import result_row, untranslated_rows
 from offset_pipeline.sync.translation_step import (

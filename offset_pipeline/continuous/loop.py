@@ -53,7 +53,6 @@ from offset_pipeline.continuous.run_state import ContinuousState, snapshot_tuple
 from offset_pipeline.kafka_io.group_io import IsolatedGroupIO
 from offset_pipeline.kafka_io.group_offsets import GroupFilter
 from offset_pipeline.kafka_io.isolated import IsolatedCalls
-from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 from offset_pipeline.monitoring.decision_log import write_decision_lines
 from offset_pipeline.storage import (
     commits,
@@ -77,6 +76,7 @@ from offset_pipeline.sync.commit_cycle import (
     unrecorded_changes,
 )
 from offset_pipeline.sync.commit_step import CycleContext
+from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 from offset_pipeline.sync.shape_step import sample_and_detect
 from offset_pipeline.sync.snapshot_step import read_clusters
 from offset_pipeline.sync.spark_translation import result_row

@@ -292,10 +292,6 @@ def _serve() -> None:
             pool.submit(_answer, call_id, module, name, args, kwargs, channel_out, write_lock)
 
 
-if __name__ == "__main__":
-    _serve()
-
-
 class ClusterChildren:
     """An :class:`IsolatedCalls` per cluster that outlives one step: the sync run's snapshot step
     starts them and hands them (``sync/cycle_carry.py``) to its commit step, which closes them, so
@@ -307,3 +303,8 @@ class ClusterChildren:
     def close(self) -> None:
         for calls in self.calls.values():
             calls.close()
+
+
+if __name__ == "__main__":
+    _serve()
+
