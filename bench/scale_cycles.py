@@ -4,7 +4,8 @@
 
 SPEC: ``bootstraps`` (cluster -> bootstrap), ``dsn`` (chdb), ``master`` (``local[2]`` or
 ``spark://...``), ``executor_python`` (or null), ``group_include``, ``topic_shapes``, ``cycles``,
-``extra_pids`` (the standalone master and workers: their trees count too), ``decisions_log``,
+``extra_pids`` (the standalone master and workers: their trees count too), ``broker_pids`` (optional: the
+brokers, whose CPU per cycle is reported apart, never in the CPU figure), ``decisions_log``,
 ``read_threads``, ``read_batch_partitions`` (optional: the translation's settings),
 ``profile_driver`` (optional: a path; one more cycle, under cProfile and left out of the figures, is written there),
 ``op_config`` (optional: op -> more config), ``spark_conf`` (optional: Spark settings), ``gc_freeze``
@@ -126,6 +127,8 @@ def main(spec_path: str, out_path: str) -> int:
             run_config["ops"]["offset_translations"]["config"][key] = spec[key]
     instance = dg.DagsterInstance.ephemeral()
     tree = ProcessTree([os.getpid(), *spec["extra_pids"]])
+    # The brokers' own CPU in a cycle: not ours (left out of the CPU figure), but on the same 2 cores.
+    brokers = ProcessTree(spec.get("broker_pids", []))
     gc_clock = GcClock()
     cycles = []
     # With a profile, one more cycle runs under cProfile, labelled "profiled" and left out of the
@@ -133,6 +136,7 @@ def main(spec_path: str, out_path: str) -> int:
     profiled = spec["cycles"] + 1 if spec.get("profile_driver") else None
     for n in range(spec["cycles"] + (2 if profiled else 1)):
         cpu_before = tree.cpu_seconds()
+        brokers_before = brokers.cpu_seconds()
         gc_before = list(gc_clock.seconds)
         kinds_before = tree.cpu_seconds_by_kind()
         started = time.monotonic()
@@ -179,9 +183,11 @@ def main(spec_path: str, out_path: str) -> int:
             "deferred_partitions": translation.get("deferred_partitions"),
             "spark_seconds": translation.get("spark_seconds"), "cpu_seconds_by_kind": kinds,
             "driver_gc_seconds": [round(a - b, 3) for a, b in zip(gc_clock.seconds, gc_before)],
+            "broker_cpu_seconds": round(brokers.cpu_seconds() - brokers_before, 2),
         })
         print(f"  cycle {cycles[-1]['label']}: {seconds:.2f}s, {cpu_s:.1f} CPU-s, "
               f"peak RSS {peak.bytes / 2**20:.0f} MiB, {translation.get('translated')} translated, CPU by process {kinds}, "
+              f"brokers {cycles[-1]['broker_cpu_seconds']} CPU-s, "
               f"driver GC s by generation {cycles[-1]['driver_gc_seconds']}, steps {cycles[-1]['steps']}", flush=True)
     context = res["spark"].spark_session.sparkContext
     report = {"master": context.master, "cycles": cycles}
