@@ -20,6 +20,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from operator import itemgetter
 from typing import Any
 
 from offset_pipeline.translation import (
@@ -301,9 +302,10 @@ def translate_groups(
         import pyarrow as pa
 
         by_key: dict[tuple, list[dict[str, Any]]] = {}
+        key_of = itemgetter(*PARTITION_KEY)  # one C call per row, not a generator
         for batch in batches:
             for row in batch.to_pylist():
-                by_key.setdefault(tuple(row[k] for k in PARTITION_KEY), []).append(row)
+                by_key.setdefault(key_of(row), []).append(row)
         schema = result_arrow_schema()
         out: list[dict[str, Any]] = []
         for rows in translate_keyed_rows(
