@@ -12,26 +12,22 @@ for real, 0.14 and 0.17.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
-import psutil
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _clusters import ActiveGroups, ScratchClusters, create_and_fill  # noqa: E402
+from process_tree_usage import ProcessTree  # noqa: E402
 from scale_curve import parse_size, workload_for  # noqa: E402
 
 
-def cpu_seconds(processes: list[psutil.Process]) -> float:
-    return sum(p.cpu_times().user + p.cpu_times().system for p in processes)
-
-
-def cores_used(processes: list[psutil.Process], seconds: float) -> float:
-    before = cpu_seconds(processes)
+def cores_used(tree: ProcessTree, seconds: float) -> float:
+    before = tree.cpu_seconds()
     time.sleep(seconds)
-    return (cpu_seconds(processes) - before) / seconds
+    return (tree.cpu_seconds() - before) / seconds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     workload = workload_for(size, args.records_per_partition, seed=7)
     with ScratchClusters() as clusters:
         create_and_fill(clusters, workload)
-        brokers = [psutil.Process(c.pid()) for c in clusters.clusters.values()]
-        here = [psutil.Process()]
+        brokers = ProcessTree([c.pid() for c in clusters.clusters.values()])
+        here = ProcessTree([os.getpid()])
         time.sleep(5)
         print(f"no members: brokers {cores_used(brokers, args.seconds):.2f} cores", flush=True)
         with ActiveGroups(clusters, workload) as groups:

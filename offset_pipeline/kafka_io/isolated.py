@@ -307,4 +307,3 @@ class ClusterChildren:
 
 if __name__ == "__main__":
     _serve()
-
