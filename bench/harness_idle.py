@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -36,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="how long each state is measured")
     parser.add_argument("--records-per-partition", type=int, default=40, help="per producing cluster (as scale_curve.py)")
     args = parser.parse_args(argv)
+    # SIGTERM and SIGHUP end it as Ctrl-C does: through the with blocks, which stop the members and
+    # the scratch brokers (as scale_curve.py does for SIGTERM).
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda number, _frame: sys.exit(128 + number))
     size = parse_size(args.size)
     workload = workload_for(size, args.records_per_partition, seed=7)
     with ScratchClusters() as clusters:
