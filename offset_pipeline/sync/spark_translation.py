@@ -16,8 +16,10 @@ never Dagster resources or clients.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import math
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from operator import itemgetter
@@ -57,6 +59,11 @@ RESULT_SCHEMA = (
     "keep_standby_offset long, decision string"
 )
 RESULT_COLUMNS = [part.strip().split(" ")[0] for part in RESULT_SCHEMA.split(",")]
+
+#: A Spark task's input: its work rows (:data:`WORK_SCHEMA`) as one Arrow IPC payload (:func:`work_tasks`).
+TASKS_SCHEMA = "work binary"
+#: A Spark task's output: result rows (:data:`RESULT_SCHEMA`) as Arrow IPC payloads, a few thousand rows each.
+RESULTS_SCHEMA = "results binary"
 
 
 def _int(value) -> int | None:
@@ -261,8 +268,7 @@ def _kept_anchor(row: dict[str, Any], active: str, standby: str) -> Anchor | Non
 
 
 def translate_groups(
-    spark,
-    work_df,
+    tasks_df,
     active_confs: dict[str, dict],
     *,
     snapshot_id: str,
@@ -273,55 +279,68 @@ def translate_groups(
     mirror_writes_headers: bool = True,
     read_until: float | None = None,
     first_keys: Iterable[tuple] = (),
-    salt: str = "",
     read_threads: int = 1,
     batch_keys: int = 1,
 ):
-    """``work_df`` (:data:`WORK_SCHEMA`) to a DataFrame of :data:`RESULT_SCHEMA`, one row per input
-    row. ``active_confs``: librdkafka client config per cluster name (plain dicts).
+    """``tasks_df`` (:data:`TASKS_SCHEMA`, from :func:`work_tasks`: each row one task's work rows,
+    whole Kafka partitions) to a DataFrame of :data:`RESULTS_SCHEMA` (result rows of
+    :data:`RESULT_SCHEMA`, one per work row, in Arrow IPC payloads; :func:`collected_rows` opens
+    them). ``active_confs``: librdkafka client config per cluster name (plain dicts).
 
-    The rows are hash-partitioned by :data:`PARTITION_KEY` (and ``salt``) into
-    ``spark.sql.shuffle.partitions`` tasks (an explicit count: adaptive execution never merges them
-    into one task, which would leave a single Python worker reading every Kafka partition), and each
-    task translates its keys one after another in plain Python (:func:`translate_keyed_rows`): one
-    Arrow batch in and out per task (``mapInArrow``), not a pandas frame per key
-    (``applyInPandas`` costs milliseconds per key, more than the reads).
+    Each task translates its keys one after another in plain Python (:func:`translate_keyed_rows`),
+    one ``mapInArrow`` over the task rows: no shuffle. The rows were grouped by key and spread over
+    the tasks on the driver, which holds them anyway: the repartition by key this replaced cost the
+    JVM 0.7 to 1.2 CPU-s of a 10,000-row cycle and 1.5 to 3.2 of a 100,000-row one to move rows that
+    only Python reads (``bench/results/scale-curve-2026-11-27/spark_transfer_experiment.py``), and a
+    payload cell is opaque to Spark but never queried there: the results are collected whole.
 
     ``read_until`` (epoch seconds): no Kafka partition is read after it; the rest are
     ``translation_deferred``. ``first_keys`` are read first in their task (the keys deferred last
-    cycle). ``salt`` (the cycle's id) moves keys between tasks from cycle to cycle, so a key never
-    sits in a task that always starts late (tasks beyond the cores wait for a free one).
+    cycle; :func:`work_tasks` puts them first and spreads them over the tasks).
     ``read_threads``, ``batch_keys``: how a task reads its keys (:func:`translate_keyed_rows`).
     """
-    from pyspark.sql import functions as F
-
     confs = {name: dict(conf) for name, conf in active_confs.items()}  # plain data for the closure
     first = frozenset(tuple(k) for k in first_keys)
 
+    settings = dict(snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms, window=window, refine_window=refine_window,
+                    timeout_s=timeout_s, mirror_writes_headers=mirror_writes_headers, read_until=read_until,
+                    first_keys=first, threads=read_threads, batch_keys=batch_keys)
+
     def task(batches):
-        import pyarrow as pa
+        from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 
-        by_key: dict[tuple, list[dict[str, Any]]] = {}
-        key_of = itemgetter(*PARTITION_KEY)  # one C call per row, not a generator
-        for batch in batches:
-            for row in batch.to_pylist():
-                by_key.setdefault(key_of(row), []).append(row)
-        schema = result_arrow_schema()
-        out: list[dict[str, Any]] = []
-        for rows in translate_keyed_rows(
-            by_key, confs, snapshot_id=snapshot_id, cycle_time_ms=cycle_time_ms, window=window,
-            refine_window=refine_window, timeout_s=timeout_s, mirror_writes_headers=mirror_writes_headers,
-            read_until=read_until, first_keys=first, threads=read_threads, batch_keys=batch_keys,
-        ):
-            out += rows
-            if len(out) >= _OUTPUT_BATCH_ROWS:
-                yield pa.RecordBatch.from_pylist(out, schema=schema)
-                out = []
-        if out:
-            yield pa.RecordBatch.from_pylist(out, schema=schema)
+        # The records, facts and rows of a task form no reference cycles (as the driver's steps'):
+        # PySpark's worker runs a full collection after every task anyway.
+        with cyclic_gc_paused():
+            for batch in batches:
+                for payload in batch.column("work").to_pylist():
+                    yield from translated_payloads(ipc_table(payload).to_pylist(), confs, **settings)
 
-    tasks = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    return work_df.repartition(tasks, *PARTITION_KEY, F.lit(salt)).mapInArrow(task, schema=RESULT_SCHEMA)
+    return tasks_df.mapInArrow(task, schema=RESULTS_SCHEMA)
+
+
+def translated_payloads(rows: list[dict[str, Any]], active_confs: dict[str, dict], **settings: Any):
+    """One task's work rows (whole keys) translated (:func:`translate_keyed_rows`, ``settings``), as
+    record batches of :data:`RESULTS_SCHEMA`: a payload of result rows every few thousand rows."""
+    import pyarrow as pa
+
+    schema, out_schema = result_arrow_schema(), results_arrow_schema()
+    key_of = itemgetter(*PARTITION_KEY)  # one C call per row, not a generator
+    by_key: dict[tuple, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_key.setdefault(key_of(row), []).append(row)
+
+    def batch(out: list[dict[str, Any]]):
+        return pa.RecordBatch.from_pydict({"results": [ipc_payload(pa.Table.from_pylist(out, schema))]}, schema=out_schema)
+
+    out: list[dict[str, Any]] = []
+    for key_rows in translate_keyed_rows(by_key, active_confs, **settings):
+        out += key_rows
+        if len(out) >= _OUTPUT_BATCH_ROWS:
+            yield batch(out)
+            out = []
+    if out:
+        yield batch(out)
 
 
 def translate_keyed_rows(
@@ -436,18 +455,78 @@ def result_arrow_schema():
     return _arrow_schema(RESULT_SCHEMA)
 
 
-def work_dataframe(spark, rows: list[dict[str, Any]]):
-    """A :data:`WORK_SCHEMA` DataFrame from plain dicts (built on the driver from the snapshot), sent
-    as one Arrow table: pickled row tuples cost the driver seconds at 100,000 rows, and the first
-    job over them as much again to unpickle (a column-wise Arrow transfer is a fraction of that)."""
+def results_arrow_schema():
+    """:data:`RESULTS_SCHEMA` as a pyarrow schema."""
+    import pyarrow as pa
+
+    return pa.schema([("results", pa.binary())])
+
+
+def task_rows(rows: list[dict[str, Any]], tasks: int, *, salt: str = "",
+              first_keys: Iterable[tuple] = ()) -> list[list[dict[str, Any]]]:
+    """``rows`` split into at most ``tasks`` lists for the Spark tasks, on the driver.
+
+    Invariants: every row is in exactly one list; the rows of one key (:data:`PARTITION_KEY`: one
+    Kafka partition and direction) are in one list, in their given order; in each list the keys of
+    ``first_keys`` come first; each key goes to the list with the fewest rows so far, the
+    ``first_keys`` first, then the others in an order ``salt`` (the cycle's id) reshuffles from
+    cycle to cycle (a key never sits at the end of a task, where the read budget defers, every
+    cycle). No empty list."""
+    if tasks < 1:
+        raise ValueError(f"tasks must be positive, got {tasks}")
+    key_of = itemgetter(*PARTITION_KEY)
+    by_key: dict[tuple, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_key.setdefault(key_of(row), []).append(row)
+    first = {tuple(k) for k in first_keys}
+
+    def order(key: tuple) -> tuple[bool, int, str]:
+        text = repr(key)
+        return key not in first, zlib.crc32(f"{salt}\x00{text}".encode()), text
+
+    loads = [(0, i) for i in range(min(tasks, len(by_key)))]  # (rows so far, task): a min-heap
+    out: list[list[dict[str, Any]]] = [[] for _ in loads]
+    for key in sorted(by_key, key=order):
+        size, i = heapq.heappop(loads)
+        out[i] += by_key[key]
+        heapq.heappush(loads, (size + len(by_key[key]), i))
+    return out
+
+
+def work_tasks(spark, rows: list[dict[str, Any]], tasks: int, *, salt: str = "", first_keys: Iterable[tuple] = ()):
+    """A :data:`TASKS_SCHEMA` DataFrame: :func:`task_rows` of ``rows``, each list one row, its work
+    rows as one Arrow IPC payload of :data:`WORK_SCHEMA` (column-wise: pickled row tuples cost the
+    driver seconds at 100,000 rows, and the job as much again to unpickle). Spark spreads the rows
+    over its default parallelism; a Spark task with more than one reads them one after another."""
     import pyarrow as pa
 
     schema = _arrow_schema(WORK_SCHEMA)
-    table = pa.table({name: [r.get(name) for r in rows] for name in schema.names}, schema=schema)
-    return spark.createDataFrame(table)
+    payloads = [ipc_payload(pa.table({name: [r.get(name) for r in part] for name in schema.names}, schema=schema))
+                for part in task_rows(rows, tasks, salt=salt, first_keys=first_keys)]
+    return spark.createDataFrame(pa.table({"work": pa.array(payloads, pa.binary())}))
 
 
-def collected_rows(df, columns: list[str]) -> list[dict[str, Any]]:
-    """``df``'s rows as plain dicts of ``columns``, fetched as Arrow (``DataFrame.toArrow``): one
-    columnar transfer, not a ``Row`` object per row (seconds at 100,000 rows)."""
-    return df.select(*columns).toArrow().to_pylist()
+def collected_rows(df) -> list[dict[str, Any]]:
+    """The result rows of :func:`translate_groups`' DataFrame as plain dicts of :data:`RESULT_COLUMNS`,
+    its payloads fetched as Arrow (``DataFrame.toArrow``) and opened here."""
+    import pyarrow as pa
+
+    tables = [ipc_table(payload) for payload in df.toArrow().column("results").to_pylist()]
+    return pa.concat_tables(tables).to_pylist() if tables else []
+
+
+def ipc_payload(table) -> bytes:
+    """An Arrow table as one Arrow IPC stream (a payload cell)."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def ipc_table(payload: bytes):
+    """The Arrow table of one :func:`ipc_payload`."""
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()

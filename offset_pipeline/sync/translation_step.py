@@ -20,10 +20,9 @@ from offset_pipeline.storage import cycle_rows, deferrals, fast_forwards, transl
 from offset_pipeline.storage.history import direction_history, previous_snapshot
 from offset_pipeline.sync.spark_translation import (
     PARTITION_KEY,
-    RESULT_COLUMNS,
     collected_rows,
     translate_groups,
-    work_dataframe,
+    work_tasks,
 )
 from offset_pipeline.sync.work import SNAPSHOT_COLUMNS
 from offset_pipeline.translation import TranslationStatus
@@ -144,14 +143,16 @@ class TranslationJob:
         self.window_s = read_window_s(self.reads.read_budget_s, left_s, self.reads.kafka_timeout_s)
         read_until = time.time() + self.window_s
         reads = self.reads
+        # spark.sql.shuffle.partitions: how many tasks the work is spread over (resources/spark.py)
+        tasks = work_tasks(session, self.work, int(session.conf.get("spark.sql.shuffle.partitions")),
+                           salt=self.snapshot_id, first_keys=self.first_in_line)
         out = translate_groups(
-            session, work_dataframe(session, self.work), self.confs, snapshot_id=self.snapshot_id,
+            tasks, self.confs, snapshot_id=self.snapshot_id,
             cycle_time_ms=self.cycle_time_ms, window=reads.window, refine_window=reads.refine_window,
             timeout_s=reads.kafka_timeout_s, mirror_writes_headers=reads.mirror_writes_headers, read_until=read_until,
-            first_keys=self.first_in_line, salt=self.snapshot_id, read_threads=reads.read_threads,
-            batch_keys=reads.batch_keys,
+            first_keys=self.first_in_line, read_threads=reads.read_threads, batch_keys=reads.batch_keys,
         )
-        return collected_rows(out, RESULT_COLUMNS)
+        return collected_rows(out)
 
 
 def deferred_rows(rows: list[dict]) -> list[dict]:

@@ -1,4 +1,4 @@
-"""translate_groups through a real Spark Connect server (the stack's long-lived Spark) against the
+"""work_tasks and translate_groups through a real Spark Connect server (the stack's long-lived Spark) against the
 real test brokers: the closure reaches the server's Python workers as plain data, the workers
 import offset_pipeline, and the results equal the same work done in this process."""
 
@@ -17,7 +17,13 @@ from confluent_kafka import Producer
 from devstack.spark_connect import SparkConnectServer
 from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
 from offset_pipeline.resources.spark import get_spark_session
-from offset_pipeline.sync.spark_translation import RESULT_COLUMNS, translate_groups, translate_partition_rows, work_dataframe
+from offset_pipeline.sync.spark_translation import (
+    RESULT_COLUMNS,
+    collected_rows,
+    translate_groups,
+    translate_partition_rows,
+    work_tasks,
+)
 from offset_pipeline.translation import TranslationStatus
 
 from tests.conftest import free_port, wait_for
@@ -104,11 +110,11 @@ def test_translate_groups_over_spark_connect_equals_the_same_work_in_process(
     confs = {c: {"bootstrap.servers": kafka_pair.bootstrap(c)} for c in ("idc1", "idc2")}
 
     out = translate_groups(
-        connect_session, work_dataframe(connect_session, rows), confs, snapshot_id="s-connect", cycle_time_ms=1,
+        work_tasks(connect_session, rows, 4, salt="s-connect"), confs, snapshot_id="s-connect", cycle_time_ms=1,
         window=5, refine_window=10,
     )
     assert type(out).__module__.startswith("pyspark.sql.connect")  # really through Spark Connect
-    remote = sorted(([r.asDict()[c] for c in RESULT_COLUMNS] for r in out.collect()), key=lambda v: v[2:5])
+    remote = sorted(([r[c] for c in RESULT_COLUMNS] for r in collected_rows(out)), key=lambda v: v[2:5])
 
     local = []
     for topic in (two_way, one_way):
