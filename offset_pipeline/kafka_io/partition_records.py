@@ -362,6 +362,7 @@ class PartitionReader:
         # Headers are parsed after the partition is handed back: meanwhile the consumer, at the end
         # of the log, would fetch back to back (module docstring). Most records carry no header.
         read_from, peer = self.read_from, self.peer
+        of, from_headers = RecordFact.of, RecordFact.from_headers  # one per record: looked up once
         if self.identities:
             return [
                 RecordFact.from_headers(o, ts, headers or [], read_from=read_from, peer=peer,
@@ -369,7 +370,7 @@ class PartitionReader:
                 for o, ts, headers, key, value in result.raw
             ], result.upto
         return [
-            RecordFact(o, ts) if not headers else RecordFact.from_headers(o, ts, headers, read_from=read_from, peer=peer)
+            of(o, ts) if not headers else from_headers(o, ts, headers, read_from=read_from, peer=peer)
             for o, ts, headers in result.raw
         ], result.upto
 

@@ -28,6 +28,7 @@ ORIGIN_OFFSET_HEADER = "Offset"
 MAX_OFFSET = 2**63 - 1  # Kafka offsets are signed 64-bit
 
 _DIGITS = re.compile(rb"[0-9]+")
+_new = object.__new__
 
 
 class HeaderProblem(str, Enum):
@@ -66,6 +67,16 @@ class CopiedFrom:
 
     def __str__(self) -> str:
         return f"{self.cluster}@{self.offset}"
+
+    @classmethod
+    def of(cls, cluster: str, offset: int) -> CopiedFrom:
+        """``CopiedFrom(cluster, offset)`` made without the frozen dataclass's ``__init__``, whose
+        ``object.__setattr__`` per field costs three times the rest: the header parse makes one per
+        mirrored record read, hundreds of thousands per cycle. Equal, hashed, frozen and printed as
+        the instance ``__init__`` makes (tests/translation/test_fact_constructors.py)."""
+        copied = _new(cls)
+        copied.__dict__.update(cluster=cluster, offset=offset)
+        return copied
 
 
 @dataclass(frozen=True)
@@ -135,12 +146,13 @@ def _mirror_copy(headers: Headers, read_from: str, peer: str) -> CopiedFrom | No
     if idc[0] != ORIGIN_CLUSTER_HEADER or offset[0] != ORIGIN_OFFSET_HEADER:
         return None
     raw_idc, raw_offset = idc[1], offset[1]
-    if type(raw_idc) is not bytes or type(raw_offset) is not bytes or not _DIGITS.fullmatch(raw_offset):
+    # bytes.isdigit: ASCII 0-9 only and not empty, as _DIGITS.fullmatch, at a quarter of its cost
+    if type(raw_idc) is not bytes or type(raw_offset) is not bytes or not raw_offset.isdigit():
         return None
     if raw_idc != peer.encode("utf-8"):
         return None
     value = int(raw_offset)
-    return CopiedFrom(peer, value) if value <= MAX_OFFSET else None
+    return CopiedFrom.of(peer, value) if value <= MAX_OFFSET else None
 
 
 def parse_origin_general(headers: Headers, *, read_from: str, peer: str) -> Origin:
