@@ -22,7 +22,12 @@ Per size and engine, in a process of its own (``scale_cycles.py``): a warm-up cy
 Spark JVMs, executors, Python workers; with the standalone cluster its master and workers too; the
 brokers are not in it) and its peak RSS. The floor per size (``floor_reads.py``): the same Kafka
 lookups by a minimal sequential confluent-kafka script (snapshot's admin calls, translation reads,
-commit step's lookups), best of two (once from 100k).
+commit step's lookups), best of two (once from 100k) before the engines, and once more right before
+each measured cycle, in the cycles' process (not in the cycle's time or CPU): a cycle's ratio is to
+the floor beside it, and a size's "x floor" is the median of its cycles' ratios. The machine's speed
+moves by half within an hour here; a floor measured minutes before the cycles made ratios of the
+drift (a run whose cycles slowed from 6.0 to 8.3 s after its floor read 1.12x; 0.80x beside its
+first cycle).
 
 The standalone cluster (``devstack/spark_standalone.py``): a master and two 1-core workers, executors
 on the executor Python (``devstack/executor_python.py``), the project's code shipped with the job.
@@ -108,10 +113,19 @@ def summarize(size: int, workload: SizedWorkload, engine: str, report: dict, flo
         return {**row, "error": report["error"]}
     measured = [c for c in report["cycles"] if c["label"] not in ("warm-up", "profiled")] or report["cycles"]
     seconds = statistics.median(c["seconds"] for c in measured)
+    beside = [c for c in measured if c.get("floor_seconds")]
+    if beside:  # each cycle against the floor measured right before it
+        row["floor_before_engines"] = floor_s
+        floor_s = statistics.median(c["floor_seconds"] for c in beside)
+        row.update(floor_seconds=floor_s, floor_parts={k: statistics.median(c["floor_parts"][k] for c in beside)
+                                                       for k in floor_parts})
+        ratio = statistics.median(c["seconds"] / c["floor_seconds"] for c in beside)
+    else:
+        ratio = seconds / floor_s
     cpu = statistics.median(c["cpu_seconds"] for c in measured)
     steps = sorted({k for c in measured for k in c["steps"]})
     return {
-        **row, "master": report["master"], "seconds": seconds, "ratio": seconds / floor_s,
+        **row, "master": report["master"], "seconds": seconds, "ratio": ratio,
         "cpu_seconds": cpu, "cpu_per_1k": cpu / (size / 1000), "peak_rss_mib": max(c["peak_rss_bytes"] for c in measured) / 2**20,
         "steps": {k: statistics.median(c["steps"].get(k, 0.0) for c in measured) for k in steps},
         "deferred_partitions": max(c.get("deferred_partitions") or 0 for c in measured), "cycles": report["cycles"],
@@ -151,7 +165,10 @@ def plot(rows: list[dict], path: Path) -> None:
         if pts:
             ax1.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=engine)
             ax2.plot([p[0] for p in pts], [p[2] for p in pts], "o-", label=engine)
-    floors = sorted({(r["size"], r["floor_seconds"]) for r in rows})
+    by_size: dict[int, list[float]] = {}
+    for r in rows:  # each engine's cycles had floors of their own: one point per size
+        by_size.setdefault(r["size"], []).append(r["floor_seconds"])
+    floors = sorted((size, statistics.median(values)) for size, values in by_size.items())
     ax1.plot([f[0] for f in floors], [f[1] for f in floors], "k--", label="sequential floor")
     if floors:
         base = floors[0]
@@ -245,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
                 standalone.stop()
     text = format_table(rows)
     header = (f"one interval sync cycle (median of {args.cycles} after a warm-up); floor = sequential "
-              f"confluent-kafka lookups; CPU = driver + Spark JVMs + executors + Python workers (brokers excluded); "
+              f"confluent-kafka lookups, measured beside each cycle (median; x floor: median of the cycles' ratios); CPU = driver + Spark JVMs + executors + Python workers (brokers excluded); "
               f"{os.cpu_count()} cores")
     print("\n" + header + "\n" + text)
     (args.out / "scale_curve.txt").write_text(header + "\n" + text + "\n")
@@ -271,11 +288,15 @@ def measure_size(size: int, workload: SizedWorkload, clusters: ScratchClusters, 
         parts = {"snapshot": lookups.snapshot_seconds, "translation": floor.seconds, "commit": lookups.commit_seconds}
         floor_s = sum(parts.values())
         print(f"[{size:,}] floor {floor_s:.2f}s ({', '.join(f'{k} {v:.2f}' for k, v in parts.items())})", flush=True)
+        # the floor again beside each measured cycle (scale_cycles.py)
+        floor_spec = {"partitions": [dataclasses.asdict(fp) for fp in floor_inputs], "groups": lookup_args[0],
+                      "ranged": lookup_args[1]}
         rows = []
         for engine in engines:
             for read_batch in read_batches:
                 rows.append(measure_engine(size, workload, engine, standalone, executor_python, tmp, cycles,
-                                           read_threads, read_batch, clusters, floor_s, parts, profile_dir))
+                                           read_threads, read_batch, clusters, floor_s, parts, profile_dir,
+                                           floor_spec))
         return rows
 
 
@@ -283,7 +304,7 @@ EXTRA_SPEC: dict = {}  # --op-config and --spark-conf, for every engine's cycles
 
 
 def measure_engine(size, workload, engine, standalone, executor_python, tmp, cycles, read_threads, read_batch,
-                   clusters, floor_s, parts, profile_dir: Path | None = None) -> dict:
+                   clusters, floor_s, parts, profile_dir: Path | None = None, floor_spec: dict | None = None) -> dict:
     master = standalone.master_url if engine == "standalone" else "local[2]"
     extra = [p for p in ((part.pid() for part in standalone.parts()) if engine == "standalone" else ()) if p]
     label = f"{engine}-b{read_batch}" if read_batch else engine
@@ -296,6 +317,7 @@ def measure_engine(size, workload, engine, standalone, executor_python, tmp, cyc
         "decisions_log": str(tmp / f"decisions-{size}-{label}.log"),
         "read_threads": read_threads, "read_batch_partitions": read_batch,
         "profile_driver": str(profile_dir / f"profile-{size}-{label}.txt") if profile_dir else None,
+        "floor": floor_spec,
         **EXTRA_SPEC,
     }
     print(f"[{size:,}] {label} ({master}):", flush=True)

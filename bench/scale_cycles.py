@@ -9,7 +9,9 @@ brokers, whose CPU per cycle is reported apart, never in the CPU figure), ``deci
 ``read_threads``, ``read_batch_partitions`` (optional: the translation's settings),
 ``profile_driver`` (optional: a path; one more cycle, under cProfile and left out of the figures, is written there),
 ``op_config`` (optional: op -> more config), ``spark_conf`` (optional: Spark settings), ``gc_freeze``
-(optional: ``gc.freeze()`` around each cycle, an experiment).
+(optional: ``gc.freeze()`` around each cycle, an experiment), ``floor`` (optional: ``partitions``, the
+``floor_reads.FloorPartition`` fields of each, ``groups`` and ``ranged``, ``run_lookup_floor``'s
+arguments: the floor is measured right before each measured cycle, outside its time and CPU).
 
 A warm-up cycle (session, JVM and Python workers start; first commits), then ``cycles`` measured
 ones: every asset of the ``offset_sync`` group through ``dg.materialize``, as ``cycle_benchmark.py``.
@@ -55,6 +57,20 @@ def resources(spec: dict) -> dict:
         "clickhouse": ClickHouseResource(dsn=spec["dsn"]),
         "spark": SparkResource(master=spec["master"], spark_config=spark_config, job_timeout_s=BOUND_S),
     }
+
+
+def floor_beside(spec: dict, bootstraps: dict[str, str]) -> dict | None:
+    """The floor (``floor_reads.py``) of the spec's ``floor``, measured now: ``floor_seconds`` and
+    ``floor_parts`` (snapshot, translation, commit), or None without one."""
+    if not spec.get("floor"):
+        return None
+    from floor_reads import FloorPartition, run_floor, run_lookup_floor
+
+    partitions = [FloorPartition(**{**fp, "committed": tuple(fp["committed"])}) for fp in spec["floor"]["partitions"]]
+    reads = run_floor(bootstraps, partitions)
+    lookups = run_lookup_floor(bootstraps, spec["floor"]["groups"], [tuple(tp) for tp in spec["floor"]["ranged"]])
+    parts = {"snapshot": lookups.snapshot_seconds, "translation": reads.seconds, "commit": lookups.commit_seconds}
+    return {"floor_seconds": sum(parts.values()), "floor_parts": parts}
 
 
 def route_decisions(path: str) -> None:
@@ -135,6 +151,7 @@ def main(spec_path: str, out_path: str) -> int:
     # figures: the profiler slows the driver's Python by about a third.
     profiled = spec["cycles"] + 1 if spec.get("profile_driver") else None
     for n in range(spec["cycles"] + (2 if profiled else 1)):
+        floor = floor_beside(spec, spec["bootstraps"]) if n > 0 and n != profiled else None
         cpu_before = tree.cpu_seconds()
         brokers_before = brokers.cpu_seconds()
         gc_before = list(gc_clock.seconds)
@@ -184,8 +201,10 @@ def main(spec_path: str, out_path: str) -> int:
             "spark_seconds": translation.get("spark_seconds"), "cpu_seconds_by_kind": kinds,
             "driver_gc_seconds": [round(a - b, 3) for a, b in zip(gc_clock.seconds, gc_before)],
             "broker_cpu_seconds": round(brokers.cpu_seconds() - brokers_before, 2),
+            **(floor or {}),
         })
-        print(f"  cycle {cycles[-1]['label']}: {seconds:.2f}s, {cpu_s:.1f} CPU-s, "
+        beside = f" (floor beside it {floor['floor_seconds']:.2f}s: {seconds / floor['floor_seconds']:.2f}x)" if floor else ""
+        print(f"  cycle {cycles[-1]['label']}: {seconds:.2f}s{beside}, {cpu_s:.1f} CPU-s, "
               f"peak RSS {peak.bytes / 2**20:.0f} MiB, {translation.get('translated')} translated, CPU by process {kinds}, "
               f"brokers {cycles[-1]['broker_cpu_seconds']} CPU-s, "
               f"driver GC s by generation {cycles[-1]['driver_gc_seconds']}, steps {cycles[-1]['steps']}", flush=True)
