@@ -35,10 +35,17 @@ from offset_pipeline.sync.spark_translation import (  # noqa: E402
     RESULT_COLUMNS,
     RESULT_SCHEMA,
     WORK_SCHEMA,
-    _arrow_schema,
 )
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
+ARROW_TYPES = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "boolean": pa.bool_()}
+
+
+def _arrow_schema(ddl: str) -> pa.Schema:
+    fields = [part.strip().split(" ") for part in ddl.split(",")]
+    return pa.schema([(name, ARROW_TYPES[kind]) for name, kind in fields])
+
+
 KEY = itemgetter(*PARTITION_KEY)
 
 
