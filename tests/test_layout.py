@@ -18,7 +18,7 @@ LAYERS = {
     "translation": 0,
     "settings": 1, "run_targets": 1,
     "kafka_io": 2, "storage": 2,
-    "sync": 3, "audit": 3, "monitoring": 3, "housekeeping": 3, "readiness": 3,
+    "sync": 3, "audit": 3, "monitoring": 3, "housekeeping": 3, "readiness": 3, "mirror_check": 3,
     "fast_forward": 4,  # builds on the sync cycle's commit step
     "continuous": 4,  # the sync cycle's steps, back to back, with monitoring rows at checkpoints
     "resources": 5,

@@ -19,6 +19,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from offset_pipeline.translation.facts import RecordFact
+from offset_pipeline.translation.headers import Origin
 from offset_pipeline.translation.shape import HeaderObservation
 
 
@@ -39,12 +40,21 @@ def sample_origins(
 ) -> HeaderObservation:
     """Origins of the committed records in ``[max(log_start, log_end - count), log_end)`` of
     ``topic[partition]`` on ``cluster`` (copies from ``peer`` are the mirror's)."""
+    origins = read_origins(consumer, cluster, peer, topic, partition, log_start, log_end, count, timeout_s)
+    return HeaderObservation.from_origins(cluster, origins)
+
+
+def read_origins(
+    consumer: Consumer, cluster: str, peer: str, topic: str, partition: int, log_start: int, log_end: int,
+    count: int, timeout_s: float = 10.0,
+) -> list[Origin]:
+    """The parsed origin of each committed record in ``[max(log_start, log_end - count), log_end)``."""
     start = max(log_start, log_end - count)
     if start >= log_end:
-        return HeaderObservation(cluster)
+        return []
     tp = TopicPartition(topic, partition, start)
     consumer.assign([tp])
-    origins = []
+    origins: list[Origin] = []
     deadline = time.monotonic() + timeout_s
     try:
         while True:
@@ -53,10 +63,10 @@ def sample_origins(
             for msg in consumer.consume(500, timeout=0.2):
                 if msg.error():
                     if msg.error().code() == KafkaError._PARTITION_EOF:
-                        return HeaderObservation.from_origins(cluster, origins)
+                        return origins
                     raise KafkaException(msg.error())
                 if msg.offset() >= log_end:
-                    return HeaderObservation.from_origins(cluster, origins)
+                    return origins
                 fact = RecordFact.from_headers(msg.offset(), msg.timestamp()[1], msg.headers() or [],
                                                read_from=cluster, peer=peer)
                 origins.append(fact.origin)
