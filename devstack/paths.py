@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from offset_pipeline.settings import CLUSTER_NAMES, local_stack_dir, local_stack_port
+from offset_pipeline.settings import DEFAULT_CLUSTER_NAMES, local_stack_dir, local_stack_port
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,11 +33,12 @@ class ClusterPorts:
 
 def cluster_ports(env: Mapping[str, str] | None = None) -> tuple[ClusterPorts, ...]:
     """The ports the product's settings expect the local stack on (``settings.LOCAL_STACK_PORTS``),
-    each overridable: ``OFFSET_PIPELINE_IDC1_PORT``, ``..._CONTROLLER_PORT``."""
+    each overridable: ``OFFSET_PIPELINE_IDC1_PORT``, ``..._CONTROLLER_PORT``. The local stack keeps the
+    default names (``idc1``, ``idc2``) whatever ``OFFSET_PIPELINE_CLUSTERS`` says."""
     env = os.environ if env is None else env
     return tuple(
         ClusterPorts(name, local_stack_port(env, name), local_stack_port(env, name, controller=True))
-        for name in CLUSTER_NAMES
+        for name in DEFAULT_CLUSTER_NAMES
     )
 
 

@@ -12,7 +12,7 @@ import dagster as dg
 
 from offset_pipeline.assets import all_assets
 from offset_pipeline.monitoring.decision_log import decision_log_level
-from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
+from offset_pipeline.resources import CLUSTER_RESOURCE_KEYS, ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.resources.mirrors import MirrorPositionGroup, MirrorsResource
 from offset_pipeline.sensors import all_sensors
 from offset_pipeline.run_targets import (
@@ -28,11 +28,12 @@ from offset_pipeline.settings import (
     KafkaSettings,
     Settings,
     audit_schedule_cron,
+    cluster_names,
     continuous_run_s,
     kafka_timeout_s,
-    mirror_position_groups,
     read_settings,
     sync_mode,
+    topic_shapes,
     translation_budget_s,
 )
 
@@ -59,9 +60,11 @@ def _kafka(settings: KafkaSettings) -> KafkaClusterResource:
 
 
 def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
-    """Resource key -> resource. Keys are what assets and sensors name as parameters."""
+    """Resource key -> resource. Keys are what assets and sensors name as parameters: the two
+    clusters sit in fixed slots (``CLUSTER_RESOURCE_KEYS``: ``idc1`` holds the first configured
+    cluster, ``idc2`` the second), each resource carrying its configured name as ``cluster_name``."""
     return {
-        **{name: _kafka(kafka) for name, kafka in settings.kafka.items()},
+        **dict(zip(CLUSTER_RESOURCE_KEYS, (_kafka(kafka) for kafka in settings.kafka.values()), strict=True)),
         "clickhouse": ClickHouseResource(
             dsn=settings.clickhouse.dsn,
             username=settings.clickhouse.username,
@@ -70,7 +73,7 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
         ),
         "spark": SparkResource(master=settings.spark.master, connect_url=settings.spark.connect_url,
                                spark_config=settings.spark.conf),
-        "mirrors": MirrorsResource(position_groups=[MirrorPositionGroup(**g) for g in mirror_position_groups()]),
+        "mirrors": MirrorsResource(position_groups=[MirrorPositionGroup(**g) for g in settings.mirror_positions]),
     }
 
 
@@ -135,6 +138,8 @@ def offset_failover_audit_schedule(context: dg.ScheduleEvaluationContext):
 
 
 # A bad value fails the load, not the first cycle (the run configs read these when a run starts).
+cluster_names()
+topic_shapes()
 decision_log_level()
 translation_budget_s()
 sync_mode()

@@ -4,28 +4,110 @@ Reading the environment is kept apart from building Dagster resources so tests c
 dict. Secrets are never read here: only the *name* of the variable holding a password is kept,
 and ``definitions.py`` turns it into ``dg.EnvVar`` so Dagster resolves it at run time and never
 stores or displays the value.
+
+The two clusters are named by ``OFFSET_PIPELINE_CLUSTERS`` (default ``idc1,idc2``, the local
+stack's names): see :func:`cluster_names`. Every per-cluster variable is found under the name's
+prefix (:func:`cluster_env_prefix`: ``us-east`` -> ``OFFSET_PIPELINE_US_EAST_BOOTSTRAP``), and every
+setting that names a cluster (topic shapes, mirror positions) is checked against the two names.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CLUSTER_NAMES = ("idc1", "idc2")
+class SettingsError(ValueError):
+    """A variable's value is malformed; the message names the variable and the value."""
+
+
+#: The cluster names when ``OFFSET_PIPELINE_CLUSTERS`` is unset: the local stack's (bin/up), which
+#: keeps them whatever is configured.
+DEFAULT_CLUSTER_NAMES = ("idc1", "idc2")
+CLUSTERS_VARIABLE = "OFFSET_PIPELINE_CLUSTERS"
+#: A name the mirror can write as the origin and MirrorMaker 2 accepts as a cluster alias: letters,
+#: digits, ``-`` and ``_``, starting with a letter or digit. No ``.``: MirrorMaker 2's settings are
+#: ``<alias>.<property>`` and its remote topics ``<alias>.<topic>``, so a dot makes both ambiguous.
+#: No spaces or other signs: the name is also an environment variable's prefix, a Grafana variable
+#: value and a command-line argument (``--to``; a leading ``-`` would read as an option).
+CLUSTER_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+#: Long enough for any data-center name; the name prefixes remote topics (Kafka allows 249 characters).
+MAX_CLUSTER_NAME_LENGTH = 64
+#: What each cluster's variables are called after its prefix (:func:`cluster_env_prefix`).
+CLUSTER_VARIABLE_SUFFIXES = ("BOOTSTRAP", "SECURITY_PROTOCOL", "SASL_MECHANISM", "SASL_USERNAME", "SASL_PASSWORD",
+                             "SSL_CA_LOCATION", "PORT", "CONTROLLER_PORT")
 
 #: Where the local stack (bin/up) listens when nothing else is configured: client and controller
 #: port per cluster, each overridable (``OFFSET_PIPELINE_IDC1_PORT``, ``..._CONTROLLER_PORT``). The
 #: stack (devstack/paths.py) starts its brokers on these, so both sides agree without the product
-#: importing the dev harness.
-LOCAL_STACK_PORTS = {"idc1": (19092, 19093), "idc2": (29092, 29093)}
+#: importing the dev harness. Only the default names have them: other names need their BOOTSTRAP.
+LOCAL_STACK_PORTS = dict(zip(DEFAULT_CLUSTER_NAMES, ((19092, 19093), (29092, 29093))))
 # The checkout this package was installed from (editable): the local stack keeps its files there.
 _CHECKOUT = Path(__file__).resolve().parents[1]
 
 
+def cluster_env_prefix(name: str) -> str:
+    """The prefix of ``name``'s variables: upper case, every other character than a letter or digit
+    an ``_`` (``us-east`` -> ``OFFSET_PIPELINE_US_EAST_``; ``idc1`` -> ``OFFSET_PIPELINE_IDC1_``, as
+    before names were configurable)."""
+    return f"OFFSET_PIPELINE_{re.sub(r'[^A-Z0-9]', '_', name.upper())}_"
+
+
+def cluster_names(env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """``OFFSET_PIPELINE_CLUSTERS="us-east,dc-a"`` -> the two clusters' names (unset or empty:
+    ``idc1,idc2``).
+
+    Each name must be exactly what the data mirror writes as the origin in the ``IDC`` header
+    (MirrorMaker 2: the cluster alias): a copy whose ``IDC`` names neither cluster is a third
+    cluster's (``third_cluster_header``), never an anchor. Invariants, checked here so a bad value
+    fails the load with the value named, not a cycle: exactly two names, each non-empty, of
+    :data:`CLUSTER_NAME_PATTERN` and at most :data:`MAX_CLUSTER_NAME_LENGTH` characters, distinct,
+    and no variable of one cluster is a variable of the other (``us-east`` and ``us_east`` share
+    ``OFFSET_PIPELINE_US_EAST_``; ``a`` and ``a-controller`` share ``OFFSET_PIPELINE_A_CONTROLLER_PORT``).
+    The order is the order of the Dagster resource slots (``definitions.build_resources``).
+    """
+    text = _get(os.environ if env is None else env, CLUSTERS_VARIABLE)
+    if text is None:
+        return DEFAULT_CLUSTER_NAMES
+    names = [name.strip() for name in text.split(",")]
+    where = f"{CLUSTERS_VARIABLE}={text!r}"
+    if len(names) != 2:
+        raise SettingsError(f"{where}: expected exactly two cluster names separated by a comma, e.g. 'us-east,dc-a' "
+                         f"(got {len(names)})")
+    for name in names:
+        if not name:
+            raise SettingsError(f"{where}: a cluster name is empty")
+        if len(name) > MAX_CLUSTER_NAME_LENGTH:
+            raise SettingsError(f"{where}: {name[:20]!r}... is longer than {MAX_CLUSTER_NAME_LENGTH} characters")
+        if not CLUSTER_NAME_PATTERN.fullmatch(name):
+            raise SettingsError(f"{where}: {name!r} is not a cluster name as the mirror writes it in the IDC header: "
+                             "letters, digits, '-' and '_', starting with a letter or digit")
+    first, second = names
+    if first == second:
+        raise SettingsError(f"{where}: the two cluster names must differ")
+    shared = sorted(set(cluster_variables(first)) & set(cluster_variables(second)))
+    if shared:
+        raise SettingsError(f"{where}: {first!r} and {second!r} would read the same environment variable "
+                         f"({shared[0]}); pick names whose variables differ")
+    return first, second
+
+
+def cluster_variables(name: str) -> tuple[str, ...]:
+    """Every environment variable read for cluster ``name``."""
+    return tuple(cluster_env_prefix(name) + suffix for suffix in CLUSTER_VARIABLE_SUFFIXES)
+
+
+def checked_cluster_name(names: tuple[str, str], name: str, where: str) -> str:
+    """``name`` when it is one of the configured ``names``; else a ValueError naming ``where``."""
+    if name not in names:
+        raise SettingsError(f"{where}: {name!r} is not a configured cluster ({CLUSTERS_VARIABLE}: {', '.join(names)})")
+    return name
+
+
 def local_stack_port(env: Mapping[str, str], name: str, *, controller: bool = False) -> int:
-    variable = f"OFFSET_PIPELINE_{name.upper()}_{'CONTROLLER_PORT' if controller else 'PORT'}"
+    variable = cluster_env_prefix(name) + ("CONTROLLER_PORT" if controller else "PORT")
     return int(env.get(variable) or LOCAL_STACK_PORTS[name][1 if controller else 0])
 
 
@@ -70,9 +152,11 @@ class SparkSettings:
 
 @dataclass(frozen=True)
 class Settings:
-    kafka: dict[str, KafkaSettings]
+    kafka: dict[str, KafkaSettings]  # cluster name -> its settings, in the order of cluster_names
     clickhouse: ClickHouseSettings
     spark: SparkSettings
+    # where each mirror keeps its source positions (mirror_position_groups), from the same environment
+    mirror_positions: list[dict[str, str]] = field(default_factory=list)
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:
@@ -94,11 +178,11 @@ def default_clickhouse_dsn(env: Mapping[str, str] | None = None) -> str:
 
 
 def _kafka_settings(env: Mapping[str, str], name: str) -> KafkaSettings:
-    prefix = f"OFFSET_PIPELINE_{name.upper()}_"
+    prefix = cluster_env_prefix(name)
     password_var = prefix + "SASL_PASSWORD"
     return KafkaSettings(
         cluster_name=name,
-        bootstrap_servers=_get(env, prefix + "BOOTSTRAP") or default_bootstrap(env, name),
+        bootstrap_servers=_get(env, prefix + "BOOTSTRAP") or _local_bootstrap(env, name),
         security_protocol=_get(env, prefix + "SECURITY_PROTOCOL") or "PLAINTEXT",
         sasl_mechanism=_get(env, prefix + "SASL_MECHANISM"),
         sasl_username=_get(env, prefix + "SASL_USERNAME"),
@@ -107,12 +191,21 @@ def _kafka_settings(env: Mapping[str, str], name: str) -> KafkaSettings:
     )
 
 
+def _local_bootstrap(env: Mapping[str, str], name: str) -> str:
+    """The local stack's broker for a default name; any other name has no default address."""
+    if name in LOCAL_STACK_PORTS:
+        return default_bootstrap(env, name)
+    raise SettingsError(f"{cluster_env_prefix(name)}BOOTSTRAP is not set: cluster {name!r} "
+                     f"({CLUSTERS_VARIABLE}) has no default address (only the local stack's idc1 and idc2 have)")
+
+
 def read_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """All connection settings, from ``env`` (default: ``os.environ``); defaults are the local stack."""
+    """All connection settings, from ``env`` (default: ``os.environ``); defaults are the local stack.
+    ``kafka`` holds the two clusters in :func:`cluster_names`' order."""
     env = os.environ if env is None else env
     password_var = "OFFSET_PIPELINE_CLICKHOUSE_PASSWORD"
     return Settings(
-        kafka={name: _kafka_settings(env, name) for name in CLUSTER_NAMES},
+        kafka={name: _kafka_settings(env, name) for name in cluster_names(env)},
         clickhouse=ClickHouseSettings(
             dsn=_get(env, "OFFSET_PIPELINE_CLICKHOUSE_DSN") or default_clickhouse_dsn(env),
             username=_get(env, "OFFSET_PIPELINE_CLICKHOUSE_USERNAME"),
@@ -124,6 +217,7 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
             connect_url=_get(env, "OFFSET_PIPELINE_SPARK_CONNECT_URL"),
             conf=spark_conf_setting(env),
         ),
+        mirror_positions=mirror_position_groups(env),
     )
 
 
@@ -139,31 +233,36 @@ def spark_conf_setting(env: Mapping[str, str] | None = None) -> dict[str, str]:
             continue
         key, sep, value = entry.partition("=")
         if not sep or not key.strip().startswith("spark.") or not value.strip():
-            raise ValueError(f"OFFSET_PIPELINE_SPARK_CONF: {entry!r} is not spark.<setting>=<value>")
+            raise SettingsError(f"OFFSET_PIPELINE_SPARK_CONF: {entry!r} is not spark.<setting>=<value>")
         out[key.strip()] = value.strip()
     return out
 
 
 def topic_shapes(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``OFFSET_PIPELINE_TOPIC_SHAPES="orders=two_way,shipments=one_way:idc1"`` -> topic -> shape.
+    """``OFFSET_PIPELINE_TOPIC_SHAPES="orders=two_way,shipments=one_way:us-east"`` -> topic -> shape.
 
     Topics not listed are of unknown shape and get header anchors only (the safe default). Each
-    shape is checked here, so a typo fails at load time with the entry named, not mid-cycle.
+    shape is checked here, and a one-way shape's producing cluster must be one of
+    :func:`cluster_names` (a shape naming no configured cluster would quietly never allow the
+    timestamp search), so a typo fails at load time with the entry named, not mid-cycle.
     """
     from offset_pipeline.translation.shape import parse_shape
 
-    text = _get(os.environ if env is None else env, "OFFSET_PIPELINE_TOPIC_SHAPES")
+    env = os.environ if env is None else env
+    text = _get(env, "OFFSET_PIPELINE_TOPIC_SHAPES")
     shapes: dict[str, str] = {}
     for entry in (text or "").split(","):
         if not entry.strip():
             continue
         topic, sep, shape = entry.strip().rpartition("=")
         if not sep or not topic:
-            raise ValueError(f"OFFSET_PIPELINE_TOPIC_SHAPES entry {entry!r}: expected TOPIC=SHAPE")
+            raise SettingsError(f"OFFSET_PIPELINE_TOPIC_SHAPES entry {entry!r}: expected TOPIC=SHAPE")
         try:
-            parse_shape(shape)
+            parsed = parse_shape(shape)
         except ValueError as exc:
-            raise ValueError(f"OFFSET_PIPELINE_TOPIC_SHAPES entry {entry!r}: {exc}") from None
+            raise SettingsError(f"OFFSET_PIPELINE_TOPIC_SHAPES entry {entry!r}: {exc}") from None
+        if parsed is not None and parsed.producer is not None:
+            checked_cluster_name(cluster_names(env), parsed.producer, f"OFFSET_PIPELINE_TOPIC_SHAPES entry {entry!r}")
         shapes[topic] = shape.strip()
     return shapes
 
@@ -190,22 +289,25 @@ def _flag(env: Mapping[str, str] | None, name: str, default: bool = False) -> bo
         return True
     if text.lower() in _FALSE:
         return False
-    raise ValueError(f"{name}={text!r}: expected one of {', '.join(_TRUE + _FALSE)}")
+    raise SettingsError(f"{name}={text!r}: expected one of {', '.join(_TRUE + _FALSE)}")
 
 
 def mirror_position_groups(env: Mapping[str, str] | None = None) -> list[dict[str, str]]:
     """Where each mirror keeps its source positions (``resources/mirrors.py``).
 
-    ``OFFSET_PIPELINE_MIRROR_POSITIONS="idc1->idc2=idc2:my-mirror-group,idc2->idc1=idc1:other"``:
+    ``OFFSET_PIPELINE_MIRROR_POSITIONS="us-east->dc-a=dc-a:my-mirror-group,dc-a->us-east=us-east:other"``:
     per direction, the cluster holding the positions and the group id (everything after the first
-    ``:``). Unset: the devstack mirror's groups, on each target cluster. A malformed entry fails at
-    load time with the entry named.
+    ``:``). Every cluster named is one of :func:`cluster_names`, and a direction goes from one to the
+    other. Unset: the devstack mirror's groups (``offset-pipeline-mirror.<source>-to-<target>``), on
+    each target cluster. A malformed entry fails at load time with the entry named.
     """
-    text = _get(os.environ if env is None else env, "OFFSET_PIPELINE_MIRROR_POSITIONS")
+    env = os.environ if env is None else env
+    names = cluster_names(env)
+    text = _get(env, "OFFSET_PIPELINE_MIRROR_POSITIONS")
     if text is None:
         return [
             {"source": s, "target": t, "stored_on": t, "group_id": f"offset-pipeline-mirror.{s}-to-{t}"}
-            for s in CLUSTER_NAMES for t in CLUSTER_NAMES if s != t
+            for s in names for t in names if s != t
         ]
     groups = []
     for entry in text.split(","):
@@ -215,11 +317,14 @@ def mirror_position_groups(env: Mapping[str, str] | None = None) -> list[dict[st
         source, arrow, target = direction.partition("->")
         stored_on, colon, group_id = where.partition(":")
         if not (sep and arrow and colon and source.strip() and target.strip() and stored_on.strip() and group_id):
-            raise ValueError(
+            raise SettingsError(
                 f"OFFSET_PIPELINE_MIRROR_POSITIONS entry {entry!r}: expected SOURCE->TARGET=CLUSTER:GROUP_ID"
             )
-        groups.append({"source": source.strip(), "target": target.strip(), "stored_on": stored_on.strip(),
-                       "group_id": group_id})
+        named = f"OFFSET_PIPELINE_MIRROR_POSITIONS entry {entry!r}"
+        source, target, stored_on = (checked_cluster_name(names, n.strip(), named) for n in (source, target, stored_on))
+        if source == target:
+            raise SettingsError(f"{named}: a mirror copies from one cluster to the other, not to {source!r} itself")
+        groups.append({"source": source, "target": target, "stored_on": stored_on, "group_id": group_id})
     return groups
 
 
@@ -238,7 +343,7 @@ def audit_start_date(env: Mapping[str, str] | None = None) -> str:
     try:
         date.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"OFFSET_PIPELINE_AUDIT_START_DATE={text!r}: expected YYYY-MM-DD") from None
+        raise SettingsError(f"OFFSET_PIPELINE_AUDIT_START_DATE={text!r}: expected YYYY-MM-DD") from None
     return text
 
 
@@ -255,7 +360,7 @@ def audit_schedule_cron(env: Mapping[str, str] | None = None) -> str:
     text = (_get(os.environ if env is None else env, "OFFSET_PIPELINE_AUDIT_SCHEDULE_CRON")
             or DEFAULT_AUDIT_SCHEDULE_CRON).strip()
     if not is_valid_cron_string(text):
-        raise ValueError(f"OFFSET_PIPELINE_AUDIT_SCHEDULE_CRON={text!r}: expected a cron schedule of five fields, "
+        raise SettingsError(f"OFFSET_PIPELINE_AUDIT_SCHEDULE_CRON={text!r}: expected a cron schedule of five fields, "
                          f"e.g. {DEFAULT_AUDIT_SCHEDULE_CRON!r}")
     return text
 
@@ -285,7 +390,7 @@ def positive_number(env: Mapping[str, str] | None, name: str, default, unit: str
     except ValueError:
         value = -1
     if not value > 0:
-        raise ValueError(f"{name}={text!r}: expected a positive {'whole ' if whole else ''}number of {unit}")
+        raise SettingsError(f"{name}={text!r}: expected a positive {'whole ' if whole else ''}number of {unit}")
     return value
 
 
@@ -306,7 +411,7 @@ def sync_mode(env: Mapping[str, str] | None = None) -> str:
     (job ``offset_sync_cycle``). Anything else fails at load time."""
     text = (_get(os.environ if env is None else env, "OFFSET_PIPELINE_SYNC_MODE") or "continuous").strip().lower()
     if text not in SYNC_MODES:
-        raise ValueError(f"OFFSET_PIPELINE_SYNC_MODE={text!r}: expected one of {', '.join(SYNC_MODES)}")
+        raise SettingsError(f"OFFSET_PIPELINE_SYNC_MODE={text!r}: expected one of {', '.join(SYNC_MODES)}")
     return text
 
 

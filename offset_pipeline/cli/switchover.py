@@ -1,5 +1,7 @@
-"""``offset-pipeline switchover --group G --to idc2``: move a stopped group to its other cluster with
-no record lost and, once drained, none read twice.
+"""``offset-pipeline switchover --group G --to <cluster>``: move a stopped group to its other cluster
+with no record lost and, once drained, none read twice.
+
+``<cluster>`` is one of the two configured names (``OFFSET_PIPELINE_CLUSTERS``; the help offers them).
 
 1. **Refuses** while the group has members on its source (stop its consumers there first) or already
    on its target, when the sync never wrote a standby offset for one of its partitions, or when the
@@ -38,7 +40,7 @@ from offset_pipeline.readiness.switch_point import (
     switch_point,
     verify,
 )
-from offset_pipeline.settings import kafka_timeout_s, mirror_writes_headers
+from offset_pipeline.settings import cluster_names, kafka_timeout_s, mirror_writes_headers
 
 REFUSED, NOT_DRAINED, LOST, FAILED = 3, 4, 1, 5
 #: The bound of the probe that explains a failed read (most causes show within a second).
@@ -46,10 +48,14 @@ CONNECTION_PROBE_S = 5.0
 
 
 def add_parser(commands) -> None:
+    """The command's arguments; ``--to`` offers the configured names (a bad ``OFFSET_PIPELINE_CLUSTERS``
+    raises ValueError here, named, before anything connects)."""
+    names = cluster_names()
     parser = commands.add_parser("switchover", help="move a stopped group to its other cluster, exactly",
                                  description=__doc__.split("\n\n")[0])
     parser.add_argument("--group", required=True)
-    parser.add_argument("--to", required=True, dest="target", help="the cluster the group moves to (idc1 or idc2)")
+    parser.add_argument("--to", required=True, dest="target", choices=names, metavar="CLUSTER",
+                        help=f"the cluster the group moves to: {' or '.join(names)} (OFFSET_PIPELINE_CLUSTERS)")
     parser.add_argument("--drain-timeout-s", type=float, default=120.0)
     parser.add_argument("--window", type=int, default=5000, help="records checked before the switch point")
     parser.add_argument("--dry-run", action="store_true", help="report, commit nothing")

@@ -30,11 +30,11 @@ from offset_pipeline.sync.shape_step import ShapeSettings, sample_and_detect
 
 @dataclass(frozen=True)
 class CheckpointSettings:
+    clusters: tuple[str, str]  # the two configured names (the resources' cluster_name), no default
     mirror_window_s: float = 180.0
     lagging_after_s: float = 120.0
     shapes: ShapeSettings | None = None  # None: no shape sampling
     configured_shapes: dict[str, str] = field(default_factory=dict)
-    clusters: tuple[str, str] = ("idc1", "idc2")
     confs: dict[str, dict] = field(default_factory=dict)
 
 

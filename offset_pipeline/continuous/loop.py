@@ -97,6 +97,7 @@ class ContinuousSettings:
     shapes: dict[str, str]
     reads: ReadSettings
     dry_run: bool
+    checkpoint: CheckpointSettings  # the cluster names among them: no default
     parallel_groups: int = 16
     checkpoint_s: float = 30.0
     revisit_s: float = 2.0
@@ -104,7 +105,6 @@ class ContinuousSettings:
     local_max_partitions: int = 1000
     min_cycle_s: float = 0.2  # a cycle with nothing to do waits out the rest of this
     max_sync_age_s: float = 300.0
-    checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
-"""One Kafka cluster (idc1 or idc2) as a Dagster resource, on confluent-kafka (librdkafka).
+"""One Kafka cluster (one of the two ``OFFSET_PIPELINE_CLUSTERS``) as a Dagster resource, on
+confluent-kafka (librdkafka).
 
 The resource only holds connection settings and hands out fresh clients; callers own (and close)
-the consumers and producers they create.
+the consumers and producers they create. Its ``cluster_name`` is the configured name, the one every
+row, log line, check and command shows; the resource *key* is a fixed slot (:data:`CLUSTER_RESOURCE_KEYS`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,13 @@ from offset_pipeline.kafka_io.connection_errors import ConnectionDiagnosis
 from offset_pipeline.kafka_io.connection_probe import ErrorRecorder, recent_failure
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+#: The Dagster resource keys of the two clusters, in the order of ``settings.cluster_names``: slots,
+#: not names. A resource key is a Python identifier that every asset and sensor names as a parameter,
+#: and a configured name (``us-east``) is none; so the keys stay fixed and the configured name is the
+#: resource's ``cluster_name``, which is all the product ever shows or stores. The slots keep the
+#: default names' spelling so configurations and runs written before names were configurable still load.
+CLUSTER_RESOURCE_KEYS = ("idc1", "idc2")
 
 # librdkafka syslog level: 3 = errors only. Its default (6) prints every connection event to stderr.
 QUIET_LOG_LEVEL = 3
