@@ -15,7 +15,8 @@ from devstack.stack import SPARK_CHOICES, DevStack, StackSettings, plan_topic_sh
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("fetch", help="fetch the pinned Kafka jars from Maven Central (cached)")
+    sub.add_parser("fetch", help="fetch the pinned Kafka jars from Maven Central and build the "
+                                 "project's Connect transform (connect-transform/); cached")
     up = sub.add_parser(
         "up", help="start both clusters, the mirror both ways, traffic and consumers (again: restarts the dead parts)"
     )
@@ -70,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     stack = DevStack(settings)
     try:
         if args.command == "fetch":
+            from devstack.connect_transform import transform_jar
+
             print(fetch_jars(jars_dir()))
+            print(transform_jar())
         elif args.command == "up":
             stack.up()
         elif args.command == "watch":
