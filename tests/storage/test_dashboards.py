@@ -51,12 +51,14 @@ def test_expansion_quotes_values_and_refuses_leftovers():
         expand("$__unknownMacro", time_from=t0, time_to=t0, interval_s=60, variables={})
 
 
-def check_every_panel(client, group: str, topic: str, with_rows=None) -> dict[str, list[tuple]]:
-    """Run every panel and variable query for the last hour, filtered to ``group`` and ``topic``;
-    each must run, and return rows of the panel's columns (only the panels titled in ``with_rows``,
-    when given, must return rows; otherwise all but the sparse ones). Returns panel title -> rows."""
+def check_every_panel(client, group: str, topic: str, with_rows=None,
+                      clusters: tuple[str, ...] = ("idc1", "idc2")) -> dict[str, list[tuple]]:
+    """Run every panel and variable query for the last hour, filtered to ``group`` and ``topic`` (and
+    the ``cluster`` variable set to ``clusters``); each must run, and return rows of the panel's columns
+    (only the panels titled in ``with_rows``, when given, must return rows; otherwise all but the
+    sparse ones). Returns panel title -> rows."""
     now = datetime.now(timezone.utc)
-    variables = {"cluster": ["idc1", "idc2"], "group": [group], "topic": [topic]}
+    variables = {"cluster": list(clusters), "group": [group], "topic": [topic]}
     out = {}
     for _, (_, panels) in dashboards.DASHBOARDS.items():
         for panel in panels:
