@@ -18,12 +18,13 @@ from confluent_kafka import Producer
 
 from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
 from offset_pipeline.assets.commit import offset_standby_commits
+from offset_pipeline.assets.continuous import offset_continuous_sync
 from offset_pipeline.assets.metrics import offset_sync_metrics
 from offset_pipeline.assets.snapshot import offset_snapshot
 from offset_pipeline.assets.translation import offset_translations
 from offset_pipeline.definitions import build_resources
 from offset_pipeline.resources import CLUSTER_RESOURCE_KEYS
-from offset_pipeline.settings import read_settings
+from offset_pipeline.settings import read_settings, topic_shapes
 from offset_pipeline.storage import dashboards
 from offset_pipeline.sync.commit_rules import parse_commit_log_line
 from tests.assets.test_commit_asset import checks, decision_lines
@@ -85,6 +86,12 @@ def _produce(bootstrap: dict[str, str], topic: str) -> int:
     return per_partition
 
 
+def _env(bootstrap: dict[str, str], chdb_dsn: str, **more: str) -> dict[str, str]:
+    """The code location's environment for the two brokers under the configured names."""
+    return {"OFFSET_PIPELINE_CLUSTERS": f"{ACTIVE},{STANDBY}", "OFFSET_PIPELINE_US_EAST_BOOTSTRAP": bootstrap[ACTIVE],
+            "OFFSET_PIPELINE_DC_A_BOOTSTRAP": bootstrap[STANDBY], "OFFSET_PIPELINE_CLICKHOUSE_DSN": chdb_dsn, **more}
+
+
 def _rows(client, sql: str, **parameters) -> list[tuple]:
     return client.query(sql, parameters=parameters).result_rows
 
@@ -97,9 +104,7 @@ def test_a_sync_cycle_under_configured_names_commits_and_names_them_everywhere(k
     topic, bootstrap = named_mirrors
     per_partition = _produce(bootstrap, topic)
     group = f"named {uuid.uuid4().hex[:8]} ü"
-    env = {"OFFSET_PIPELINE_CLUSTERS": f"{ACTIVE},{STANDBY}", "OFFSET_PIPELINE_US_EAST_BOOTSTRAP": bootstrap[ACTIVE],
-           "OFFSET_PIPELINE_DC_A_BOOTSTRAP": bootstrap[STANDBY], "OFFSET_PIPELINE_CLICKHOUSE_DSN": chdb_dsn}
-    resources = build_resources(read_settings(env))
+    resources = build_resources(read_settings(_env(bootstrap, chdb_dsn)))
     assert [resources[key].cluster_name for key in CLUSTER_RESOURCE_KEYS] == [ACTIVE, STANDBY]
 
     c = {SYNCED: per_partition - 7, THIRD: 1}
@@ -179,3 +184,60 @@ def test_a_sync_cycle_under_configured_names_commits_and_names_them_everywhere(k
     panels = check_every_panel(client, group, topic, clusters=(ACTIVE, STANDBY))
     status = panels["Status per group and topic (newest cycle)"]
     assert {(row[2], row[3]) for row in status} == {(ACTIVE, STANDBY)}
+
+
+def test_a_continuous_run_under_configured_names_syncs_a_one_way_topic_named_by_its_producer(
+        kafka_pair, chdb_dsn, named_mirrors):
+    """The default mode: ``offset_continuous_sync`` with the shape ``one_way:us-east`` from the
+    environment (the timestamp search runs from the producing side only: the name must match), its
+    checkpoints written under the names."""
+    topic, bootstrap = named_mirrors
+    records = 30
+    producer = Producer({"bootstrap.servers": bootstrap[ACTIVE], "log_level": 3})
+    for p in (0, 1):
+        for i in range(records):
+            producer.produce(topic, value=f"one-way-{p}-{i}".encode(), partition=p)
+    producer.flush(30)
+    for p in (0, 1):
+        wait_for(lambda: log_end(bootstrap[STANDBY], topic, p) >= records, timeout=60, what=f"mirrored {topic}[{p}]")
+    env = _env(bootstrap, chdb_dsn, OFFSET_PIPELINE_TOPIC_SHAPES=f"{topic}=one_way:{ACTIVE}")
+    resources = build_resources(read_settings(env))
+    group = f"named-continuous {uuid.uuid4().hex[:8]}"
+    c = {0: 20, 1: 11}
+    member = Member(bootstrap[ACTIVE], group, topic)
+    try:
+        member.commit(topic, c)
+        result = dg.materialize([offset_continuous_sync], resources=resources, run_config={"ops": {
+            "offset_continuous_sync": {"config": {
+                "run_for_s": 12, "checkpoint_s": 4,
+                "snapshot": {"group_include": f"^{re.escape(group)}$"},
+                "translation": {"topic_shapes": topic_shapes(env)},
+            }}}})
+    finally:
+        member.close()
+    assert result.success
+    # one-way, mirrored in order: the copy of the record at c is at c on dc-a, and that is the commit
+    assert committed(bootstrap[STANDBY], group, topic) == c
+    for p in (0, 1):
+        values = read_values(bootstrap[STANDBY], topic, p, records)
+        assert all(values[o] == f"one-way-{p}-{o}".encode() for o in range(c[p]))  # NO-LOSS on the records
+
+    client = resources["clickhouse"].get_client()
+    translations = _rows(client, "SELECT DISTINCT active, standby, strategy FROM offset_translations "
+                                 "WHERE group_id = {g:String}", g=group)
+    assert {(a, s) for a, s, _ in translations} == {(ACTIVE, STANDBY)}
+    assert "timestamp_search" in {strategy for *_, strategy in translations}  # the shape's producer matched
+    snapshot = _rows(client, "SELECT DISTINCT cluster FROM offset_snapshots WHERE group_id = {g:String}", g=group)
+    assert sorted(r[0] for r in snapshot) == sorted([ACTIVE, STANDBY])
+    commits = _rows(client, "SELECT DISTINCT active, standby FROM offset_commits WHERE group_id = {g:String} "
+                            "AND applied", g=group)
+    assert commits == [(ACTIVE, STANDBY)]
+    evaluations = checks(result)
+    assert evaluations["clusters_readable"].passed and evaluations["no_loss"].passed
+    assert evaluations["checkpoints_written"].passed
+    meta = _metadata(result, "offset_continuous_sync")
+    assert meta["checkpoints"] >= 2 and not any("idc" in key for key in meta)
+    panels = check_every_panel(client, group, topic, with_rows={"Switch readiness per group (newest)"},
+                               clusters=(ACTIVE, STANDBY))
+    [readiness_row] = panels["Switch readiness per group (newest)"]
+    assert readiness_row[:3] == (group, ACTIVE, STANDBY)
