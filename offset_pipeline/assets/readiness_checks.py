@@ -1,6 +1,8 @@
 """Readiness to switch, as the sync assets show it: the ``switch_readiness`` check and metadata of
 ``offset_continuous_sync`` (every run's end) and ``offset_sync_metrics`` (every interval cycle), and
-the interval cycle's facts turned into the rules' input (``readiness/rules.py``)."""
+the interval cycle's facts turned into the rules' input (``readiness/rules.py``). Both show the
+verdicts in force only (``readiness/current.py``: each group's newest cycle, one per direction), as
+``offset-pipeline readiness`` and Grafana's readiness panel do."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from collections.abc import Iterable, Mapping
 import dagster as dg
 
 from offset_pipeline.readiness import report
+from offset_pipeline.readiness.current import in_force
 from offset_pipeline.readiness.rules import PartitionFacts, group_readiness
 from offset_pipeline.storage.readiness import ReadinessRow
 
@@ -39,6 +42,7 @@ def cycle_readiness(snapshot_id: str, cycle_time_ms: int, metric_rows: Iterable,
 
 
 def readiness_metadata(rows: list[ReadinessRow]) -> dict:
+    rows = in_force(rows)
     return {
         "groups_ready": sum(1 for r in rows if r.ready),
         "groups_not_ready": sum(1 for r in rows if not r.ready),
@@ -47,6 +51,7 @@ def readiness_metadata(rows: list[ReadinessRow]) -> dict:
 
 
 def readiness_check(rows: list[ReadinessRow]) -> dg.AssetCheckResult:
+    rows = in_force(rows)
     not_ready = [r for r in rows if not r.ready]
     return dg.AssetCheckResult(
         check_name=READINESS_CHECK, passed=bool(rows) and not not_ready, severity=dg.AssetCheckSeverity.WARN,

@@ -1,9 +1,14 @@
 """``offset-pipeline readiness``: per group and direction, is it safe to switch to the standby now,
 the expected duplicates, the seconds since the last sync, and why not.
 
-It reads each group's newest row of ``offset_group_readiness``, which the sync writes every
-checkpoint (continuous mode, every ``OFFSET_PIPELINE_CHECKPOINT_S``) or cycle (interval mode). A row
-older than ``--max-row-age-s`` is shown, and counts as not ready: the sync is not running.
+It reads each group's verdicts in force from ``offset_group_readiness``, which the sync writes every
+checkpoint (continuous mode, every ``OFFSET_PIPELINE_CHECKPOINT_S``) or cycle (interval mode): those of
+the group's newest cycle, one per direction (``readiness/current.py``). A direction only older cycles
+wrote is no longer in force and not shown: the ``undecided`` verdict written while a cluster was
+unreachable ends with the first cycle after its return. A verdict older than ``--max-row-age-s`` is
+shown, and counts as not ready: the sync is not running.
+
+Figures are plain numbers: ``expected duplicates`` exact, ``duplicates at most`` its upper bound.
 
 Exit status: 0 when every group shown is safe to switch, 1 when one is not, 2 when there is nothing
 to show (no such group, or no row recent enough).

@@ -1,5 +1,10 @@
 """Readiness rows as a person reads them: a markdown table (the Dagster UI), a text table (the CLI)
-and JSON. Groups that are not ready come first."""
+and JSON. Only the verdicts in force are shown (``readiness/current.py``: each group's newest cycle,
+one row per direction); groups that are not ready come first.
+
+Figures are plain numbers, each in a column that says what it is: ``expected duplicates`` is exact
+(``unknown`` when some partition's is not known), ``duplicates at most`` its upper bound (the same
+number when exact; ``unknown`` when a partition has no bound, an unrefined timestamp search)."""
 
 from __future__ import annotations
 
@@ -7,10 +12,13 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict
 
+from offset_pipeline.readiness.current import in_force
 from offset_pipeline.readiness.rules import GroupReadiness
 from offset_pipeline.storage.readiness import ReadinessRow
 
-HEADER = ["group", "direction", "safe to switch", "expected duplicates", "seconds since sync", "why not"]
+HEADER = ["group", "direction", "safe to switch", "expected duplicates", "duplicates at most", "seconds since sync",
+          "why not"]
+UNKNOWN = "unknown"
 
 
 def readiness_row(g: GroupReadiness, snapshot_id: str, time_ms: int) -> ReadinessRow:
@@ -22,15 +30,12 @@ def readiness_row(g: GroupReadiness, snapshot_id: str, time_ms: int) -> Readines
 
 
 def ordered(rows: Iterable[ReadinessRow]) -> list[ReadinessRow]:
-    return sorted(rows, key=lambda r: (r.ready, r.group_id, r.active, r.standby))
+    """The verdicts in force among ``rows``, groups not ready first."""
+    return sorted(in_force(rows), key=lambda r: (r.ready, r.group_id, r.active, r.standby))
 
 
-def _duplicates(row: ReadinessRow) -> str:
-    if row.expected_duplicates is not None:
-        return str(row.expected_duplicates)
-    if row.duplicates_at_most is not None:
-        return f"<= {row.duplicates_at_most}"
-    return "unknown"
+def figure(value: int | None) -> str:
+    return UNKNOWN if value is None else str(value)
 
 
 def why_not(row: ReadinessRow) -> str:
@@ -43,7 +48,8 @@ def why_not(row: ReadinessRow) -> str:
 def cells(row: ReadinessRow) -> list[str]:
     since = "never" if row.seconds_since_sync is None else f"{row.seconds_since_sync:.1f}"
     return [row.group_id, f"{row.active} -> {row.standby}" if row.active else "undecided",
-            "yes" if row.ready else "NO", _duplicates(row), since, why_not(row)]
+            "yes" if row.ready else "NO", figure(row.expected_duplicates), figure(row.duplicates_at_most), since,
+            why_not(row)]
 
 
 def markdown(rows: Iterable[ReadinessRow], limit: int = 50) -> str:

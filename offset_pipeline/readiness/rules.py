@@ -25,7 +25,9 @@ Invariants (tests/readiness/test_rules.py):
 * an untranslated status, a commit that did not end synced, a split brain or an unread cluster is
   never ready, whatever the standby offset is;
 * the expected duplicates of a group are known only when every partition's are (else ``None``, and
-  ``duplicates_at_most`` bounds them when every partition has a bound).
+  ``duplicates_at_most`` bounds them when every partition has a bound);
+* a known figure is its own bound (``duplicates_at_most == expected_duplicates``), and a bound of 0
+  is exact: nothing is read twice (a header anchor right below the committed offset).
 """
 
 from __future__ import annotations
@@ -137,6 +139,8 @@ def partition_readiness(f: PartitionFacts, now_s: float, max_age_s: float) -> Pa
     elif f.status in ("header_anchor", "kept_anchor") and f.anchor_active_offset is not None \
             and f.translated_committed is not None:
         at_most = moved + max(f.translated_committed - f.anchor_active_offset - 1, 0)
+        if at_most == 0:
+            expected = 0  # no duplicate at most is no duplicate
     return PartitionReadiness(f, reason is None, reason, f"{where}: {detail}" if reason else f"{where}: ready",
                               expected, at_most)
 

@@ -30,6 +30,8 @@ _ROLLUP_FILTER = (
     "AND topic IN (${topic:singlequote})"
 )
 _ANY_ACTIVE = "(active IN (${cluster:singlequote}) OR active = '')"  # split brains count as broken
+_READINESS_WINDOW = ("checked_at >= $__toTime - INTERVAL 10 MINUTE AND checked_at <= $__toTime "
+                     "AND group_id IN (${group:singlequote})")
 STATUS_ORDER_SQL = "['SplitBrain', 'Broken', 'Stale', 'Lagging', 'Mirroring', 'InSync']"
 
 
@@ -88,21 +90,23 @@ OVERVIEW = [
        ("group", "topic", "active", "standby", "status", "partitions", "in_sync", "max_sync_age_s", "offset_gap",
         "mirror_stalled", "last_cycle")),
     Panel("Switch readiness per group (newest)", "table", (
-        "SELECT group_id AS group, active, standby, argMax(ready, checked_at) AS safe_to_switch, "
-        "argMax(expected_duplicates, checked_at) AS expected_duplicates, "
-        "argMax(duplicates_at_most, checked_at) AS duplicates_at_most, "
-        "argMax(seconds_since_sync, checked_at) AS seconds_since_sync, "
-        "toString(argMax(reasons, checked_at)) AS why_not, argMax(first_problem, checked_at) AS first_problem, "
-        f"max(checked_at) AS verdict_at FROM {READINESS} "
-        "WHERE checked_at >= $__toTime - INTERVAL 10 MINUTE AND checked_at <= $__toTime "
-        f"AND {_ANY_ACTIVE} AND group_id IN (${{group:singlequote}}) "
-        "GROUP BY group_id, active, standby ORDER BY safe_to_switch, group"
-    ), "Is it safe to switch each group to its standby now (nothing lost), what it would cost (expected "
-       "duplicates: exact, or 'at most' for a header anchor), the seconds since its last sync, and why not "
-       "(partitions per reason: cluster_unavailable, not_authorized, split_brain, mirror_lag, no_anchor, "
-       "no_standby_offset, "
-       "commit_not_synced, stale_sync, ...). Written by every continuous checkpoint; `offset-pipeline readiness` "
-       "prints the same.",
+        # The verdicts in force at $__toTime (readiness/current.py): each group's newest cycle of the
+        # last 10 minutes, one row per direction. The cluster filter applies after that choice: a group
+        # that moved, or whose cluster came back, shows its present direction or nothing, never an old one.
+        "SELECT group_id AS group, active, standby, ready AS safe_to_switch, expected_duplicates, "
+        "duplicates_at_most, seconds_since_sync, toString(reasons) AS why_not, first_problem, "
+        f"checked_at AS verdict_at FROM {READINESS} WHERE {_READINESS_WINDOW} "
+        f"AND (group_id, checked_at) IN (SELECT group_id, max(checked_at) FROM {READINESS} "
+        f"WHERE {_READINESS_WINDOW} GROUP BY group_id) AND {_ANY_ACTIVE} "
+        "ORDER BY safe_to_switch, group_id, active, standby, snapshot_id DESC LIMIT 1 BY group_id, active, standby"
+    ), "Is it safe to switch each group to its standby now (nothing lost), what it would cost, the seconds "
+       "since its last sync, and why not (partitions per reason: cluster_unavailable, not_authorized, "
+       "split_brain, mirror_lag, no_anchor, no_standby_offset, commit_not_synced, stale_sync, ...). "
+       "expected_duplicates is exact (empty when not known); duplicates_at_most is its upper bound (the same "
+       "number when exact; empty for an unrefined timestamp search). Each group's newest verdict, one row per "
+       "direction: a direction its newest cycle did not write (the undecided verdict of a past outage, the old "
+       "direction of a group that moved) is not shown. Written by every continuous checkpoint and interval "
+       "cycle; `offset-pipeline readiness` prints the same.",
         ("group", "active", "standby", "safe_to_switch", "expected_duplicates", "duplicates_at_most",
          "seconds_since_sync", "why_not", "first_problem", "verdict_at"), sparse=True),
     Panel("Translation success rate per strategy", "timeseries", (

@@ -74,21 +74,32 @@ def insert_rows(client, rows: Iterable[ReadinessRow]) -> int:
 
 
 def newest(client, group_ids: Iterable[str] | None = None, within_s: float = 3600.0) -> list[ReadinessRow]:
-    """Each group's (and direction's) newest row of the last ``within_s`` seconds, sorted by group;
-    only ``group_ids`` when given."""
-    where, parameters = "", {"within_ms": int(within_s * 1000)}
+    """The verdicts in force of the last ``within_s`` seconds, sorted by group and direction; only
+    ``group_ids`` when given.
+
+    A group's verdicts in force are those of its newest cycle, one per direction: the rows at the
+    greatest ``checked_at`` of the group (every row of a cycle or checkpoint has its time), the
+    newest of each direction (``LIMIT 1 BY``; a replayed spool may have written one twice). A
+    direction only older cycles wrote is no longer in force and is not returned: the ``undecided``
+    verdicts of an outage once the cluster is back, the old direction of a group that moved.
+    ``readiness/current.py`` states the rule; this query answers the same."""
+    # the same window and groups outside and in the subquery: the outer scan reads those days' parts only
+    where, parameters = "checked_at > now64(3) - toIntervalMillisecond({within_ms:Int64})", {
+        "within_ms": int(within_s * 1000)}
     if group_ids is not None:
-        where, parameters["groups"] = "AND group_id IN {groups:Array(String)}", sorted(set(group_ids))
+        where, parameters["groups"] = where + " AND group_id IN {groups:Array(String)}", sorted(set(group_ids))
     rows = client.query(
-        "SELECT argMax(tuple(snapshot_id, toUnixTimestamp64Milli(checked_at), partitions, ready, expected_duplicates, "
-        "duplicates_at_most, seconds_since_sync, reasons, first_problem), checked_at), group_id, active, standby "
-        f"FROM {TABLE} WHERE checked_at > now64(3) - toIntervalMillisecond({{within_ms:Int64}}) {where} "
-        "GROUP BY group_id, active, standby ORDER BY group_id, active, standby",
+        "SELECT snapshot_id, toUnixTimestamp64Milli(checked_at), group_id, active, standby, partitions, ready, "
+        "expected_duplicates, duplicates_at_most, seconds_since_sync, reasons, first_problem "
+        f"FROM {TABLE} WHERE {where} AND (group_id, checked_at) IN ("
+        f"SELECT group_id, max(checked_at) FROM {TABLE} WHERE {where} GROUP BY group_id) "
+        "ORDER BY group_id, active, standby, snapshot_id DESC, first_problem "
+        "LIMIT 1 BY group_id, active, standby",
         parameters=parameters,
     ).result_rows
-    out = []
-    for (sid, at_ms, parts, ready, dup, at_most, since, reasons, problem), group_id, active, standby in rows:
-        out.append(ReadinessRow(sid, int(at_ms), group_id, active, standby, int(parts), bool(ready),
-                                None if dup is None else int(dup), None if at_most is None else int(at_most),
-                                None if since is None else float(since), dict(reasons), problem))
-    return out
+    return [
+        ReadinessRow(sid, int(at_ms), group_id, active, standby, int(parts), bool(ready),
+                     None if dup is None else int(dup), None if at_most is None else int(at_most),
+                     None if since is None else float(since), dict(reasons), problem)
+        for sid, at_ms, group_id, active, standby, parts, ready, dup, at_most, since, reasons, problem in rows
+    ]

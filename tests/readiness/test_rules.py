@@ -59,6 +59,22 @@ def test_costs_exact_moved_anchor_and_unknown():
     assert search.ready and (search.expected_duplicates, search.duplicates_at_most) == (None, None)
 
 
+@pytest.mark.parametrize("name, change, figures", [
+    ("exact", {}, (0, 0)),
+    ("exact, moved since", {"active_committed": 104}, (4, 4)),
+    ("anchor right below the committed offset: at most 0 is exactly 0",
+     {"status": "header_anchor", "anchor_active_offset": 99}, (0, 0)),
+    ("kept anchor right below", {"status": "kept_anchor", "anchor_active_offset": 99}, (0, 0)),
+    ("anchor right below, moved since: a bound only", {"status": "header_anchor", "anchor_active_offset": 99,
+                                                       "active_committed": 102}, (None, 2)),
+    ("anchor further down", {"status": "header_anchor", "anchor_active_offset": 97}, (None, 2)),
+    ("timestamp search", {"status": "timestamp_search"}, (None, None)),
+])
+def test_expected_duplicates_and_their_bound(name, change, figures):
+    verdict = partition_readiness(replace(READY, **change), NOW, 300)
+    assert (verdict.expected_duplicates, verdict.duplicates_at_most) == figures, name
+
+
 def test_a_group_is_ready_only_when_every_partition_is_and_counts_its_reasons():
     parts = [READY, replace(READY, partition=1), replace(READY, partition=2, active_committed=103)]
     [ready] = group_readiness(parts, NOW, 300)
@@ -100,4 +116,6 @@ def test_property_safe_only_when_nothing_could_be_lost(rows):
         for f in facts
     )
     assert verdict.ready == loss_free
+    # a known figure is its own bound
+    assert verdict.expected_duplicates is None or verdict.expected_duplicates == verdict.duplicates_at_most
     assert sum(verdict.reasons.values()) == sum(0 if partition_readiness(f, NOW, 300).ready else 1 for f in facts)

@@ -139,7 +139,7 @@ def test_the_continuous_run_started_by_its_sensor_shows_readiness_to_switch(dags
     shown = [[c.strip() for c in row.locator("th, td").all_inner_texts()] for row in shown_table.locator("tr").all()]
     expected = markdown_rows(metadata["readiness"].value)
     assert shown[0] == expected[0] == ["group", "direction", "safe to switch", "expected duplicates",
-                                       "seconds since sync", "why not"]
+                                       "duplicates at most", "seconds since sync", "why not"]
     assert len(shown) > 1
     stack_groups = {g.group_id for g in default_groups()}
     assert {row[0] for row in shown[1:]} <= stack_groups | {row[0] for row in expected[1:]}
