@@ -14,8 +14,12 @@ differently ("X-crossing"). Optional: transactional batches (a marker after each
 mirror batches (gaps on the target), at-least-once redelivery (a mirror that rewinds and copies a
 suffix again), CreateTime timestamps that repeat or go backwards, LogAppendTime on one side,
 retention (log start moving up, also past records the mirror has not copied yet), producers that
-write their own bogus origin headers (which the mirror replaces on copies), and a header-less
-mirror.
+write their own bogus origin headers (which the mirror replaces on copies), a header-less
+mirror, and a MirrorMaker-like header-less mirror (:class:`MirrorMakerSyncs`) that writes offset-sync
+pairs the way MirrorMaker 2's source task does: sparse (``offset.lag.max``), on upstream gaps, for
+the first record of each task lifetime and at each task commit; sends that fail silently; task
+restarts that resume at the last committed position, copying records twice; compaction of the
+offset-syncs topic.
 
 :func:`count_loss` and :func:`count_duplicates` implement DESIGN.md §2 exactly:
 
@@ -44,7 +48,17 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from offset_pipeline.translation.facts import CaughtUpFacts, CaughtUpPoint, PartitionFacts, RecordFact, TimestampFacts, TimestampType
+from offset_pipeline.translation.facts import (
+    CaughtUpFacts,
+    CaughtUpPoint,
+    OffsetSyncFacts,
+    PartitionFacts,
+    RecordFact,
+    SyncPair,
+    TimestampFacts,
+    TimestampType,
+)
+from offset_pipeline.translation.offset_sync_anchor import current_pairs
 from offset_pipeline.translation.headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER, origin_headers, parse_origin
 from offset_pipeline.translation.result import Anchor, TranslationResult
 from offset_pipeline.translation.shape import HeaderObservation, TopicShape, decide_shape
@@ -139,6 +153,65 @@ class PartitionLog:
         return None
 
 
+@dataclass
+class MirrorMakerSyncs:
+    """The offset syncs of MirrorMaker 2's source task for one direction (its OffsetSyncWriter's
+    rules, restated): a pair ``(u, d)`` is sent at once for the first record a task lifetime
+    copies, when the downstream offset moved ``lag_max`` or more past the last pair sent, when the
+    upstream offsets skip (a gap) and when the downstream offset went backwards; otherwise the
+    newest pair waits for the task's commit. ``lost`` sends fail silently. ``committed`` is the
+    source position a restarted task resumes at (the position at the last commit)."""
+
+    lag_max: int = 3
+    #: the offset-syncs topic: (its own offset, u, d), in write order
+    topic: list[tuple[int, int, int]] = field(default_factory=list)
+    written: int = 0  # the offset-syncs topic's next offset
+    committed: int = 0
+    lost: int = 0  # the next ``lost`` sends fail
+    last_sync_downstream: int = -1
+    previous_upstream: int = -1
+    previous_downstream: int = -1
+    delayed: tuple[int, int] | None = None
+
+    def copied(self, upstream: int, downstream: int) -> None:
+        due = (
+            self.last_sync_downstream == -1
+            or downstream - (self.last_sync_downstream + 1) >= self.lag_max
+            or upstream - self.previous_upstream != 1
+            or downstream < self.previous_downstream
+        )
+        self.previous_upstream, self.previous_downstream = upstream, downstream
+        if due:
+            self.last_sync_downstream = downstream
+            self.delayed = None
+            self._send(upstream, downstream)
+        else:
+            self.delayed = (upstream, downstream)
+
+    def commit(self, position: int) -> None:
+        self.committed = position
+        if self.delayed is not None:
+            self._send(*self.delayed)
+            self.delayed = None
+
+    def restart(self) -> int:
+        """A new task lifetime; returns the position it resumes at."""
+        self.last_sync_downstream = self.previous_upstream = self.previous_downstream = -1
+        self.delayed = None
+        return self.committed
+
+    def compact(self) -> None:
+        """Compaction keeps the newest record of the partition's key."""
+        self.topic = self.topic[-1:]
+
+    def _send(self, upstream: int, downstream: int) -> None:
+        if self.lost > 0:
+            self.lost -= 1
+            return
+        self.topic.append((self.written, upstream, downstream))
+        self.written += 1
+
+
 class TwoClusterModel:
     """Two clusters, one topic-partition, two mirror directions."""
 
@@ -156,6 +229,8 @@ class TwoClusterModel:
             for c in self.clusters
         }
         self.mirror_position = {(s, d): 0 for s in self.clusters for d in self.clusters if s != d}
+        #: MirrorMaker-like offset syncs of the active -> standby mirror (set by a trial that uses them)
+        self.mm2: MirrorMakerSyncs | None = None
         self.clock = 1_000_000
         self.last_ts = 0
         self.last_end_change = {c: self.clock for c in self.clusters}
@@ -291,9 +366,12 @@ class TwoClusterModel:
                 self._append(target, self.clock, real=False)
             self.mirror_position[(source, target)] = position
             return 0
+        syncs = self.mm2 if (source, target) == (self.active, self.standby) else None
         for entry in batch:
             headers = origin_headers(source, entry.offset) if self.mirror_headers else ()
-            self._append(target, entry.timestamp, origin=source, origin_offset=entry.offset, headers=headers)
+            copy = self._append(target, entry.timestamp, origin=source, origin_offset=entry.offset, headers=headers)
+            if syncs is not None:
+                syncs.copied(entry.offset, copy.offset)
         if marker and batch:
             self._append(target, self.clock, real=False)
         self.mirror_position[(source, target)] = p
@@ -457,12 +535,18 @@ class TrialConfig:
     caught_up_facts: bool = True
     kind: str = "disaster"  # or "planned": drain, move producers, then fail over (DESIGN.md §8)
     identical_pairs: bool = False  # pairs of originals with one content (TwoClusterModel)
+    # a MirrorMaker-like active -> standby mirror (no headers) whose offset syncs the sync reads
+    mm2_syncs: bool = False
+    sync_lag_max: int = 3  # its offset.lag.max
+    sync_forward_window: bool = True  # the reader reads the standby forward from the best pair
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES or self.timestamp_pattern not in TIMESTAMP_PATTERNS or self.shape_mode not in SHAPE_MODES:
             raise ValueError(f"bad trial config {self}")
         if not self.mirror_headers and self.shape == "two_way":
             raise ValueError("a header-less mirror is modelled for one-way topics only")
+        if self.mm2_syncs and (self.mirror_headers or self.shape != "one_way_from_active"):
+            raise ValueError("offset syncs are modelled for a header-less mirror of a topic produced on the active")
 
     @property
     def standby(self) -> str:
@@ -509,6 +593,11 @@ class TrialConfig:
 #   ("reset", pct)                             the group is reset to pct% between log start and end
 #   ("quiet",)                                 nothing happens for longer than the caught-up window
 #   ("sync",)                                  one sync cycle
+# With a MirrorMaker-like mirror (TrialConfig.mm2_syncs; no-ops otherwise):
+#   ("mm2_commit",)                            its task commits its source position (delayed pair sent)
+#   ("mm2_restart",)                           its task restarts at the committed position (copies again)
+#   ("lose_syncs", k)                          its next k offset-sync sends fail
+#   ("compact_syncs",)                         compaction of the offset-syncs topic
 Event = tuple
 
 
@@ -574,6 +663,8 @@ class Trial:
     commit_c: int | None = None
     commit_label: tuple[str, str] = ("none", "none")
     cycles: list[CycleOutcome] = field(default_factory=list)
+    #: offset-syncs topic offset -> the active log end read after the sync first read that pair
+    sync_stamps: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         cfg = self.config
@@ -582,6 +673,8 @@ class Trial:
             log_append_time=(cfg.standby,) if cfg.log_append_time_on_standby else (),
             identical_pairs=cfg.identical_pairs,
         )
+        if cfg.mm2_syncs:
+            self.model.mm2 = MirrorMakerSyncs(lag_max=cfg.sync_lag_max)
 
     # -- events ---------------------------------------------------------------------------------
     def apply(self, event: Event) -> CycleOutcome | None:
@@ -614,9 +707,50 @@ class Trial:
             m.tick(QUIET_MS)
         elif kind == "sync":
             return self.sync()
+        elif kind in ("mm2_commit", "mm2_restart", "lose_syncs", "compact_syncs"):
+            self._mirror_maker_event(event)
         else:
             raise ValueError(f"unknown event {event!r}")
         return None
+
+    def _mirror_maker_event(self, event: Event) -> None:
+        m, cfg = self.model, self.config
+        syncs = m.mm2
+        if syncs is None:
+            return
+        key = (cfg.active, cfg.standby)
+        kind = event[0]
+        if kind == "mm2_commit":
+            syncs.commit(m.mirror_position[key])
+        elif kind == "mm2_restart":
+            m.mirror_position[key] = syncs.restart()
+        elif kind == "lose_syncs":
+            syncs.lost += event[1]
+        else:
+            syncs.compact()
+
+    def offset_sync_facts(self, c: int) -> OffsetSyncFacts:
+        """What the reader gives the rule: the partition's pairs in the topic's order, each stamped
+        with the active log end read after the sync first read it (read now, after the pairs), and
+        the standby read forward from just past the best confirmed pair for ``c``."""
+        m, cfg = self.model, self.config
+        A, B = m.logs[cfg.active], m.logs[cfg.standby]
+        assert m.mm2 is not None
+        for position, _, _ in m.mm2.topic:
+            self.sync_stamps.setdefault(position, A.end)
+        pairs = tuple(SyncPair(u, d, self.sync_stamps[position]) for position, u, d in m.mm2.topic)
+        if not cfg.sync_forward_window:
+            return OffsetSyncFacts(pairs)
+        confirmed = [
+            p.downstream for p in current_pairs(pairs)
+            if p.upstream <= c and p.upstream < p.active_end_after <= c and B.log_start <= p.downstream + 1 < B.end + 1
+        ]
+        if not confirmed:
+            return OffsetSyncFacts(pairs)
+        start = max(confirmed) + 1
+        after = [m.record_fact(e, cfg.standby) for e in B.retained_real(start)]
+        return OffsetSyncFacts(pairs, forward_from=start, forward_records=tuple(after[: cfg.refine_window]),
+                               forward_complete=len(after) <= cfg.refine_window)
 
     def shape(self) -> TopicShape:
         mode = self.config.shape_mode
@@ -637,6 +771,8 @@ class Trial:
             c, window=cfg.window, refine_window=cfg.refine_window, kept_anchor=self.kept, shape=self.shape(),
             standby_committed=self.commit_t, with_caught_up=live, kept_caught_up=None if live else self.kept_point,
         )
+        if m.mm2 is not None:
+            facts = dataclasses.replace(facts, offset_syncs=self.offset_sync_facts(c))
         result = translate_partition(facts)
         check_no_loss(facts, result)
         self.kept = result.anchor_to_keep

@@ -54,6 +54,9 @@ _ERROR_STATUSES = frozenset({
     TranslationStatus.CLUSTER_UNAVAILABLE, TranslationStatus.SPARK_UNAVAILABLE, TranslationStatus.TOPIC_MISSING_ON_STANDBY,
     TranslationStatus.PARTITION_COUNT_MISMATCH, TranslationStatus.SHAPE_CONFLICT,
     TranslationStatus.COMMITTED_BEYOND_LOG_END, TranslationStatus.NOT_AUTHORIZED,
+    # MirrorMaker 2's offset syncs: a topic that cannot be read, or a topic mirrored under another
+    # name, stays so until someone acts (no_offset_sync and offset_sync_unconfirmed clear by themselves)
+    TranslationStatus.OFFSET_SYNCS_UNREADABLE, TranslationStatus.REMOTE_TOPIC_RENAMED,
 })
 _FAILED_DECISIONS = frozenset({"failed", "refused_no_loss_check", "not_authorized"})
 _SYNCED_DECISIONS = frozenset({"commit", "rewind_after_reset", "unchanged"})

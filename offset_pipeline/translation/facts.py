@@ -151,6 +151,51 @@ class CaughtUpPoint:
 
 
 @dataclass(frozen=True)
+class SyncPair:
+    """One pair of MirrorMaker 2's offset-syncs topic for this partition: the active cluster's record
+    at ``upstream`` was written on the standby at ``downstream``.
+
+    ``active_end_after``: the active log end read after this pair was first read (the smallest such
+    end the reader knows of), None when no active log end was read after it yet. Every record of
+    the standby at or below ``downstream`` was written before the pair (MirrorMaker 2 sends a pair
+    only once the copy at ``downstream`` is acknowledged), so before that log end was read, so it
+    copies an active record below ``active_end_after``: the bound the rule needs below ``d``
+    (translation/offset_sync_anchor.py)."""
+
+    upstream: int
+    downstream: int
+    active_end_after: int | None = None
+
+
+@dataclass(frozen=True)
+class OffsetSyncFacts:
+    """What was read of MirrorMaker 2's offset-syncs topic for one partition (one read per cycle
+    and cluster), for a mirror that writes no origin headers.
+
+    ``pairs``: the partition's pairs in the order of the offset-syncs topic (the order MirrorMaker
+    2 wrote them). ``unreadable``: why the offset-syncs topic could not be read this cycle (None:
+    it was read). ``remote_topic``: the name the mirror writes this topic's copies under on the
+    standby, when the reader knows it (a replication policy that prefixes the source alias gives
+    ``<alias>.<topic>``); the rule only translates a topic mirrored under its own name.
+    ``forward_from`` / ``forward_records``: the standby's real records read forward from
+    ``forward_from`` (contiguous, bounded, each with its content identity), for the refinement;
+    the timestamp search's window is used too when it starts early enough. ``forward_complete``:
+    they hold every real record up to the standby's readable end (the read was not cut by its bound).
+    """
+
+    pairs: tuple[SyncPair, ...] = ()
+    unreadable: str | None = None
+    remote_topic: str | None = None
+    forward_from: int | None = None
+    forward_records: tuple[RecordFact, ...] = ()
+    forward_complete: bool = False  # forward_records reach the standby's readable end
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pairs", tuple(self.pairs))
+        object.__setattr__(self, "forward_records", tuple(self.forward_records))
+
+
+@dataclass(frozen=True)
 class PartitionFacts:
     """Everything known about one group-partition this cycle (the module docstring is the contract)."""
 
@@ -176,6 +221,8 @@ class PartitionFacts:
     standby_topic_exists: bool = True
     active_partition_count: int | None = None
     standby_partition_count: int | None = None
+    #: MirrorMaker 2's pairs for this partition (a mirror without origin headers); None: not read
+    offset_syncs: OffsetSyncFacts | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "records_below", tuple(self.records_below))

@@ -19,6 +19,7 @@ class Strategy(str, Enum):
     HEADER_ANCHOR = "header_anchor"  # §4.1: standby-origin anchors (Lemma 1), incl. kept anchors
     TIMESTAMP_SEARCH = "timestamp_search"  # §4.2: one-way topics, from the producing side
     CAUGHT_UP = "caught_up"  # §4.3: stale fast-forward to the standby log end
+    OFFSET_SYNC = "offset_sync"  # MirrorMaker 2's offset-sync pairs, one-way topics, no origin headers
 
     def __str__(self) -> str:  # pragma: no cover - cosmetic
         return self.value
@@ -34,6 +35,8 @@ class TranslationStatus(str, Enum):
     TIMESTAMP_EXACT = "timestamp_exact"  # search + header refinement landed on the copy
     TIMESTAMP_SEARCH = "timestamp_search"  # search result (maybe partly refined), duplicates possible
     CAUGHT_UP = "caught_up"  # stale fast-forward: t = standby log end
+    OFFSET_SYNC_EXACT = "offset_sync_exact"  # a confirmed pair, refined by identity onto the copy
+    OFFSET_SYNC_ANCHOR = "offset_sync_anchor"  # a confirmed pair (u, d) below c: t = d + 1 (maybe partly refined)
 
     # -- not translated: ``standby_offset`` is None ------------------------------------------
     NO_COMMITTED_OFFSET = "no_committed_offset"
@@ -61,6 +64,13 @@ class TranslationStatus(str, Enum):
     # the cycle's read budget ran out before the partition was read; it goes first next cycle
     TRANSLATION_DEFERRED = "translation_deferred"
     NOT_APPLICABLE = "not_applicable"  # a strategy asked about a partition it does not cover
+    # MirrorMaker 2's offset syncs (a one-way topic mirrored without origin headers):
+    NO_OFFSET_SYNC = "no_offset_sync"  # no pair at or below c for the partition (yet)
+    # pairs at or below c, but none was read before an active log end at or below c: what lies below
+    # their downstream offsets is not proven yet (a pair read once is confirmed as the group moves on)
+    OFFSET_SYNC_UNCONFIRMED = "offset_sync_unconfirmed"
+    OFFSET_SYNCS_UNREADABLE = "offset_syncs_unreadable"  # the offset-syncs topic could not be read
+    REMOTE_TOPIC_RENAMED = "remote_topic_renamed"  # mirrored under another name (say <alias>.<topic>)
 
     def __str__(self) -> str:  # pragma: no cover - cosmetic
         return self.value
@@ -84,9 +94,14 @@ _TRANSLATED = frozenset(
         TranslationStatus.TIMESTAMP_EXACT,
         TranslationStatus.TIMESTAMP_SEARCH,
         TranslationStatus.CAUGHT_UP,
+        TranslationStatus.OFFSET_SYNC_EXACT,
+        TranslationStatus.OFFSET_SYNC_ANCHOR,
     }
 )
-_EXACT = frozenset({TranslationStatus.HEADER_EXACT, TranslationStatus.TIMESTAMP_EXACT, TranslationStatus.CAUGHT_UP})
+_EXACT = frozenset({
+    TranslationStatus.HEADER_EXACT, TranslationStatus.TIMESTAMP_EXACT, TranslationStatus.CAUGHT_UP,
+    TranslationStatus.OFFSET_SYNC_EXACT,
+})
 
 #: statuses in the order they are preferred when several problems were seen and nothing translated
 PROBLEM_PRIORITY: tuple[TranslationStatus, ...] = (

@@ -24,6 +24,13 @@ The bound is the highest of these proofs (DESIGN.md §2-§4), each one NO-LOSS o
   copy of the searched record, which is what keeps a mirror that redelivers (at-least-once) safe
   too: a second copy of a processed record can sit after the copy of an unprocessed one, and the
   window then reads that unprocessed copy first, so the known-loss cap below applies.
+* **MirrorMaker 2's confirmed offset-sync pairs (one-way topics produced on A, no origin
+  headers).** A pair ``(u, d)`` read before an active log end at or below ``c`` proves ``d + 1``:
+  every record of B at or below ``d`` was written before the pair was read, so it copies a record
+  of A below that log end. Refined forward to the first record with the identity of the group's
+  next record when a window read from at or before ``d + 1`` reaches it (in-order copying; tasks
+  restart at or before what they copied). :func:`offset_sync_proof` in offset_sync_anchor.py,
+  where the argument is written out; the translation's offset-sync results are exactly these.
 * **Caught up (DESIGN.md §4.3).** B's log end, when :func:`caught_up_problem` is None; a kept
   fast-forward point's ``t`` when ``c`` is still its ``active_offset`` (:func:`kept_point_problem`).
 
@@ -55,6 +62,7 @@ from __future__ import annotations
 from .caught_up import caught_up_problem, kept_point_problem
 from .facts import PartitionFacts, RecordFact, TimestampType
 from .headers import CopiedFrom
+from .offset_sync_anchor import offset_sync_proof
 from .translate import facts_problem
 
 
@@ -130,6 +138,10 @@ def safe_standby_bound(facts: PartitionFacts) -> int | None:
     assert c is not None  # the pre-check refuses a missing committed offset
     known = _known_standby_records(facts)
     proofs = _lemma_1(facts, c) + _lemma_3(facts, c, known)
+    if facts.offset_syncs is not None:
+        by_sync = offset_sync_proof(facts)
+        if not isinstance(by_sync, tuple):
+            proofs.append(by_sync.t)
     if facts.caught_up is not None and caught_up_problem(facts) is None:
         proofs.append(facts.standby_log_end)
     if facts.kept_caught_up is not None and kept_point_problem(facts) is None:

@@ -6,8 +6,10 @@ Order (DESIGN.md §4 and §6):
    partition count mismatch, no committed offset, ``c`` below the active log start (retention) or
    past its end (truncated / recreated topic);
 2. strategy 1, header anchors (record at c, backward window, kept anchor) -- every shape;
-3. strategy 2, timestamp search -- only for one-way topics translated from the producing side;
-4. strategy 3, the caught-up rule -- when its facts are given (the stale-partition sensor).
+3. MirrorMaker 2's offset-sync pairs (offset_sync_anchor.py) -- only for one-way topics
+   translated from the producing side, when the pairs were read (a mirror without origin headers);
+4. strategy 2, timestamp search -- the same topics, when the pairs gave nothing;
+5. strategy 3, the caught-up rule -- when its facts are given (the stale-partition sensor).
 
 The first strategy that yields an offset is the result, with one exception: a proven caught-up
 fast-forward replaces a lower offset. Every candidate satisfies NO-LOSS on its own and NO-LOSS is
@@ -29,6 +31,7 @@ from .caught_up import caught_up_backs, caught_up_translation
 from .facts import PartitionFacts, TimestampType
 from .header_anchor import translate_by_header_anchor
 from .log_line import PREFIX, Token, log_value, parse_log_line
+from .offset_sync_anchor import offset_sync_proof, translate_by_offset_sync
 from .result import Strategy, TranslationResult, TranslationStatus, untranslatable
 from .timestamp_search import translate_by_timestamp
 
@@ -42,6 +45,13 @@ def facts_problem(facts: PartitionFacts) -> tuple[TranslationStatus, str] | None
     counts differing, no committed offset, logs that contradict the offset), as a status and its
     reason; None when the strategies may try. The safe bound (safe_bound.py) asks the same."""
     c = facts.committed
+    syncs = facts.offset_syncs
+    if syncs is not None and syncs.remote_topic is not None and syncs.remote_topic != facts.topic:
+        return (
+            TranslationStatus.REMOTE_TOPIC_RENAMED,
+            f"{facts.topic!r} is mirrored to {facts.standby} as {syncs.remote_topic!r}: a group reading "
+            f"{facts.topic!r} there has no offsets to take over",
+        )
     if not facts.standby_topic_exists:
         return TranslationStatus.TOPIC_MISSING_ON_STANDBY, f"topic {facts.topic!r} does not exist on {facts.standby}"
     if (
@@ -92,6 +102,14 @@ def translate_partition(facts: PartitionFacts) -> TranslationResult:
     tried: list[TranslationResult] = [header]
     primary = header if header.translated else None
     timestamp = None
+    by_sync = None
+    if primary is None and facts.offset_syncs is not None and facts.shape.allows_timestamp_search(facts.active):
+        # Proven by the pairs, so the commit guard (safe_bound) accepts it: preferred over a
+        # timestamp search that nothing read can prove for a mirror without origin headers.
+        by_sync = translate_by_offset_sync(facts)
+        tried.append(by_sync)
+        if by_sync.translated:
+            primary = by_sync
     if primary is None and facts.shape.allows_timestamp_search(facts.active):
         timestamp = translate_by_timestamp(facts)
         tried.append(timestamp)
@@ -102,6 +120,8 @@ def translate_partition(facts: PartitionFacts) -> TranslationResult:
         tried.append(caught)
 
     warnings = tuple(dict.fromkeys(w for r in tried for w in r.warnings))
+    if by_sync is not None and not by_sync.translated and by_sync.status is not TranslationStatus.NOT_APPLICABLE:
+        warnings = tuple(dict.fromkeys(warnings + (by_sync.status,)))
     inversion = any(r.timestamp_inversion for r in tried)
     chosen = primary
     if caught is not None and caught.translated and (primary is None or caught.standby_offset > primary.standby_offset):
@@ -121,11 +141,15 @@ def translate_partition(facts: PartitionFacts) -> TranslationResult:
 
     # Nothing translated: the most specific status. The timestamp strategy is the one expected to
     # work on a one-way topic from the producing side, so its problem wins there.
-    if timestamp is not None and timestamp.status is not TranslationStatus.NOT_APPLICABLE:
+    if by_sync is not None and by_sync.status is not TranslationStatus.NOT_APPLICABLE:
+        status = by_sync.status  # the pairs are what a mirror without origin headers is translated by
+    elif timestamp is not None and timestamp.status is not TranslationStatus.NOT_APPLICABLE:
         status = timestamp.status
     else:
         status = header.status
     parts = [f"header: {header.reason}"]
+    if by_sync is not None:
+        parts.append(f"offset sync: {by_sync.reason}")
     if timestamp is not None:
         parts.append(f"timestamp: {timestamp.reason}")
     else:
@@ -250,6 +274,12 @@ def check_no_loss(facts: PartitionFacts, result: TranslationResult) -> None:
             problems.append(f"timestamp search on shape {facts.shape.value} with {facts.active} active")
         if facts.standby_timestamp_type is not TimestampType.CREATE_TIME:
             problems.append("timestamp search with LogAppendTime on the standby")
+    elif result.strategy is Strategy.OFFSET_SYNC:
+        proof = offset_sync_proof(facts)
+        if isinstance(proof, tuple):
+            problems.append(f"offset-sync result without a proof: {proof[1]}")
+        elif t > proof.t:
+            problems.append(f"offset-sync result t={t} above what the pairs prove ({proof.t})")
     elif result.strategy is Strategy.CAUGHT_UP:
         why = caught_up_backs(facts, t)
         if why is not None:
