@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+
 class SettingsError(ValueError):
     """A variable's value is malformed; the message names the variable and the value."""
 
@@ -75,7 +76,7 @@ def cluster_names(env: Mapping[str, str] | None = None) -> tuple[str, str]:
     where = f"{CLUSTERS_VARIABLE}={text!r}"
     if len(names) != 2:
         raise SettingsError(f"{where}: expected exactly two cluster names separated by a comma, e.g. 'us-east,dc-a' "
-                         f"(got {len(names)})")
+                            f"(got {len(names)})")
     for name in names:
         if not name:
             raise SettingsError(f"{where}: a cluster name is empty")
@@ -83,14 +84,14 @@ def cluster_names(env: Mapping[str, str] | None = None) -> tuple[str, str]:
             raise SettingsError(f"{where}: {name[:20]!r}... is longer than {MAX_CLUSTER_NAME_LENGTH} characters")
         if not CLUSTER_NAME_PATTERN.fullmatch(name):
             raise SettingsError(f"{where}: {name!r} is not a cluster name as the mirror writes it in the IDC header: "
-                             "letters, digits, '-' and '_', starting with a letter or digit")
+                                "letters, digits, '-' and '_', starting with a letter or digit")
     first, second = names
     if first == second:
         raise SettingsError(f"{where}: the two cluster names must differ")
     shared = sorted(set(cluster_variables(first)) & set(cluster_variables(second)))
     if shared:
         raise SettingsError(f"{where}: {first!r} and {second!r} would read the same environment variable "
-                         f"({shared[0]}); pick names whose variables differ")
+                            f"({shared[0]}); pick names whose variables differ")
     return first, second
 
 
@@ -100,7 +101,7 @@ def cluster_variables(name: str) -> tuple[str, ...]:
 
 
 def checked_cluster_name(names: tuple[str, str], name: str, where: str) -> str:
-    """``name`` when it is one of the configured ``names``; else a ValueError naming ``where``."""
+    """``name`` when it is one of the configured ``names``; else a SettingsError naming ``where``."""
     if name not in names:
         raise SettingsError(f"{where}: {name!r} is not a configured cluster ({CLUSTERS_VARIABLE}: {', '.join(names)})")
     return name
@@ -196,7 +197,7 @@ def _local_bootstrap(env: Mapping[str, str], name: str) -> str:
     if name in LOCAL_STACK_PORTS:
         return default_bootstrap(env, name)
     raise SettingsError(f"{cluster_env_prefix(name)}BOOTSTRAP is not set: cluster {name!r} "
-                     f"({CLUSTERS_VARIABLE}) has no default address (only the local stack's idc1 and idc2 have)")
+                        f"({CLUSTERS_VARIABLE}) has no default address (only the local stack's idc1 and idc2 have)")
 
 
 def read_settings(env: Mapping[str, str] | None = None) -> Settings:
@@ -361,7 +362,7 @@ def audit_schedule_cron(env: Mapping[str, str] | None = None) -> str:
             or DEFAULT_AUDIT_SCHEDULE_CRON).strip()
     if not is_valid_cron_string(text):
         raise SettingsError(f"OFFSET_PIPELINE_AUDIT_SCHEDULE_CRON={text!r}: expected a cron schedule of five fields, "
-                         f"e.g. {DEFAULT_AUDIT_SCHEDULE_CRON!r}")
+                            f"e.g. {DEFAULT_AUDIT_SCHEDULE_CRON!r}")
     return text
 
 
