@@ -87,6 +87,7 @@ from offset_pipeline.kafka_io.record_pass import (
 )
 from offset_pipeline.translation.facts import (
     CaughtUpPoint,
+    OffsetSyncFacts,
     PartitionFacts,
     RecordFact,
     TimestampFacts,
@@ -443,11 +444,16 @@ def translation_fact_steps(
     timeout_s: float = 10,
     mirror_writes_headers: bool = True,
     stats: ReadStats | None = None,
+    offset_syncs: OffsetSyncFacts | None = None,
 ) -> Generator[ReadRequest, Any, list[PartitionFacts]]:
     """:func:`read_translation_facts` as a generator: it yields each Kafka request of the reads
     (:data:`ReadRequest`, for the ``"active"`` or ``"standby"`` consumer), takes the answer, and
     returns the facts. Run it with :func:`drive` (one partition) or ``batched_reads`` (many
-    partitions per request to the broker: the same requests, the same facts)."""
+    partitions per request to the broker: the same requests, the same facts).
+
+    ``offset_syncs``: MirrorMaker 2's pairs of this partition, read once per cycle and cluster
+    (``offset_syncs.py``) and stamped by the caller with the active log ends read after them; every
+    group's facts carry them (a mirror without origin headers is translated by them)."""
     if window < 1 or refine_window < 1:
         raise ValueError("window and refine_window must be positive")
     stats = stats if stats is not None else ReadStats()
@@ -463,7 +469,7 @@ def translation_fact_steps(
     return (yield from _read(
         active, standby, active_conf, standby_conf, tp, logs, groups, readable, in_log, shape=shape,
         standby_timestamp_type=standby_timestamp_type, window=window, refine_window=refine_window,
-        deadline=deadline, mirror_writes_headers=mirror_writes_headers, stats=stats,
+        deadline=deadline, mirror_writes_headers=mirror_writes_headers, stats=stats, offset_syncs=offset_syncs,
     ))
 
 
@@ -471,7 +477,7 @@ def _read(
     active: str, standby: str, active_conf: dict, standby_conf: dict, tp: TopicPartition,
     logs: PartitionLogs, groups: list[GroupPartitionInput], readable: list[int], in_log, *, shape: TopicShape,
     standby_timestamp_type: TimestampType, window: int, refine_window: int, deadline: float,
-    mirror_writes_headers: bool, stats: ReadStats,
+    mirror_writes_headers: bool, stats: ReadStats, offset_syncs: OffsetSyncFacts | None = None,
 ):
     topic, partition = tp.topic, tp.partition
 
@@ -506,6 +512,7 @@ def _read(
             record_at_or_after=at, records_below=below, kept_anchor=g.kept_anchor, standby_topic_exists=exists,
             kept_caught_up=g.kept_caught_up,
             active_partition_count=logs.active_partition_count, standby_partition_count=standby_count,
+            offset_syncs=offset_syncs,
         )
 
     # -- standby: existence, then the timestamp search ---------------------------------------------
