@@ -20,6 +20,7 @@ from offset_pipeline.run_targets import (
     CONTINUOUS_JOB,
     CONTINUOUS_MAX_RUNTIME_MARGIN_S,
     FAST_FORWARD_JOB,
+    MIRROR_CHECK_JOB,
     SYNC_CONCURRENCY_TAG,
     SYNC_JOB,
     SYNC_MAX_RUNTIME_TAGS,
@@ -28,6 +29,7 @@ from offset_pipeline.settings import (
     KafkaSettings,
     Settings,
     audit_schedule_cron,
+    mirror_check_cron,
     cluster_names,
     continuous_run_s,
     kafka_timeout_s,
@@ -121,6 +123,23 @@ offset_failover_audit_job = dg.define_asset_job(
 )
 
 
+offset_mirror_check_job = dg.define_asset_job(
+    MIRROR_CHECK_JOB,
+    selection=dg.AssetSelection.assets("offset_mirror_proofs"),
+    executor_def=dg.in_process_executor,
+    description="Which proof the mirror gives each topic and direction (origin headers, offset syncs, none), and why.",
+)
+
+
+@dg.schedule(
+    job=offset_mirror_check_job, cron_schedule=mirror_check_cron(), execution_timezone="UTC",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Checks the mirror every 10 minutes by default (OFFSET_PIPELINE_MIRROR_CHECK_CRON).",
+)
+def offset_mirror_check_schedule(context: dg.ScheduleEvaluationContext):
+    return dg.RunRequest(run_key=f"mirror-check-{context.scheduled_execution_time.isoformat()}")
+
+
 def latest_complete_day(scheduled: datetime) -> str:
     """The partition key of the last UTC day complete at ``scheduled``."""
     return (scheduled.astimezone(timezone.utc).date() - timedelta(days=1)).isoformat()
@@ -146,8 +165,9 @@ sync_mode()
 
 defs = dg.Definitions(
     assets=all_assets,
-    jobs=[offset_sync_job, offset_sync_continuous_job, offset_fast_forward_job, offset_failover_audit_job],
-    schedules=[offset_failover_audit_schedule],
+    jobs=[offset_sync_job, offset_sync_continuous_job, offset_fast_forward_job, offset_failover_audit_job,
+          offset_mirror_check_job],
+    schedules=[offset_failover_audit_schedule, offset_mirror_check_schedule],
     sensors=all_sensors,
     resources=build_resources(read_settings()),
 )

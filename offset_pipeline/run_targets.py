@@ -9,6 +9,7 @@ SYNC_JOB = "offset_sync_cycle"
 CONTINUOUS_JOB = "offset_sync_continuous"
 FAST_FORWARD_JOB = "offset_fast_forward"
 AUDIT_JOB = "offset_failover_audit_job"
+MIRROR_CHECK_JOB = "offset_mirror_check"
 
 #: Dagster's concurrency pool of every asset that commits to standby groups (the interval cycle's, the
 #: continuous run's, the fast-forward's): deploy/dagster.yaml limits it to one run at a time.

@@ -18,6 +18,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from offset_pipeline.translation.shape import TopicShape
 
 
 class SettingsError(ValueError):
@@ -239,6 +243,13 @@ def spark_conf_setting(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return out
 
 
+def parsed_topic_shapes(env: Mapping[str, str] | None = None) -> dict[str, TopicShape]:
+    """:func:`topic_shapes`, each value parsed into its :class:`TopicShape`."""
+    from offset_pipeline.translation.shape import parse_shape
+
+    return {topic: parse_shape(text) for topic, text in topic_shapes(env).items()}
+
+
 def topic_shapes(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """``OFFSET_PIPELINE_TOPIC_SHAPES="orders=two_way,shipments=one_way:us-east"`` -> topic -> shape.
 
@@ -356,13 +367,25 @@ def audit_schedule_cron(env: Mapping[str, str] | None = None) -> str:
     when the day's snapshots are all in): when ``offset_failover_audit_schedule`` audits the latest
     complete day. Checked at load time with Dagster's own test, so a value that passes is one the
     schedule accepts; anything else fails, named."""
+    return _cron(env, "OFFSET_PIPELINE_AUDIT_SCHEDULE_CRON", DEFAULT_AUDIT_SCHEDULE_CRON)
+
+
+DEFAULT_MIRROR_CHECK_CRON = "*/10 * * * *"
+
+
+def mirror_check_cron(env: Mapping[str, str] | None = None) -> str:
+    """``OFFSET_PIPELINE_MIRROR_CHECK_CRON`` (UTC; default every 10 minutes): when
+    ``offset_mirror_check_schedule`` checks which proof the mirror gives each topic and direction."""
+    return _cron(env, "OFFSET_PIPELINE_MIRROR_CHECK_CRON", DEFAULT_MIRROR_CHECK_CRON)
+
+
+def _cron(env: Mapping[str, str] | None, variable: str, default: str) -> str:
+    """A cron setting, checked with Dagster's own test (a value that passes is one a schedule accepts)."""
     from dagster._utils.schedules import is_valid_cron_string
 
-    text = (_get(os.environ if env is None else env, "OFFSET_PIPELINE_AUDIT_SCHEDULE_CRON")
-            or DEFAULT_AUDIT_SCHEDULE_CRON).strip()
+    text = (_get(os.environ if env is None else env, variable) or default).strip()
     if not is_valid_cron_string(text):
-        raise SettingsError(f"OFFSET_PIPELINE_AUDIT_SCHEDULE_CRON={text!r}: expected a cron schedule of five fields, "
-                            f"e.g. {DEFAULT_AUDIT_SCHEDULE_CRON!r}")
+        raise SettingsError(f"{variable}={text!r}: expected a cron schedule of five fields, e.g. {default!r}")
     return text
 
 

@@ -3,6 +3,7 @@
     offset-pipeline readiness [--group G ...] [--json]     is it safe to switch now, and its cost
     offset-pipeline switchover --group G --to CLUSTER       move a stopped group, verified, exactly
     offset-pipeline connections                             can the sync reach both clusters; if not, why
+    offset-pipeline mirror check [--topic T ...] [--json]   which proof the mirror gives each topic and direction
 
 Connections come from the same environment as the code location (``offset_pipeline/settings.py``);
 the clusters are called what ``OFFSET_PIPELINE_CLUSTERS`` names them (default ``idc1,idc2``).
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from offset_pipeline.cli import connections_check, readiness, switchover
+from offset_pipeline.cli import connections_check, mirror_check, readiness, switchover
 from offset_pipeline.settings import SettingsError
 
 
@@ -23,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         readiness.add_parser(commands)
         switchover.add_parser(commands)
         connections_check.add_parser(commands)
+        mirror_check.add_parser(commands)
         args = parser.parse_args(argv)
         return args.run(args)
     except SettingsError as exc:

@@ -7,8 +7,9 @@ evidence can give such a proof:
   (the project's Kafka Connect transform in MirrorMaker 2, or the dev harness's mirror). Anchors
   from them hold on every topic shape, one-way and two-way;
 * **offset syncs** -- plain MirrorMaker 2 writes pairs "upstream offset u was copied to downstream
-  offset d" into its offset-syncs topic. They anchor one-way topics only: on a two-way topic the
-  target also holds records produced there, which no pair describes.
+  offset d" into its offset-syncs topic. They anchor one-way topics only, for the groups on the
+  producing side: on a two-way topic the standby also holds records produced there, which no pair
+  describes.
 
 :func:`mirror_verdict` takes what was read for one topic, seen from a group that would move from
 its ``active`` cluster to its ``standby``, and returns the proof the sync can use for that direction,
@@ -17,14 +18,16 @@ or none, always with a named status and a reason an operator can act on. It neve
 * Origin headers serve the direction when the active cluster holds copies naming their originals
   on the standby (the header anchors, any shape), or when every recent record of the standby is a
   copy naming its original on the active cluster (a one-way topic produced on the active side).
-* Offset syncs serve it when the active -> standby flow has pairs for the topic and the standby
-  holds only copies (a one-way topic produced on the active side).
+* Offset syncs serve it when the active -> standby flow has pairs for the topic and the topic is
+  configured one-way from the active side (without origin headers nothing read tells a copy from a
+  record produced on the standby: the sync too takes the shape from the configuration).
 
 Invariants (tests/mirror_check/test_rules.py, table-driven and with hypothesis):
 
 * **A proof needs evidence.** ``origin_headers`` only when some sampled record is a valid copy
   (on the active cluster, or on a standby that holds nothing else); ``offset_syncs`` only when a
-  pair names the topic and no sampled record of the standby was produced there or carries headers.
+  pair of the active -> standby flow names the topic and its configured shape is one-way from the
+  active cluster.
 * **Headers first.** When both kinds of evidence serve, the verdict is ``origin_headers`` (the
   stronger proof: it holds on every shape).
 * **Named, never generic.** A verdict without a proof has a status that is not a proof's, and a
@@ -38,6 +41,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from offset_pipeline.translation.headers import CopiedFrom, HeaderProblem, LocalRecord, MalformedHeader, Origin
+from offset_pipeline.translation.shape import TopicShape
 
 
 class Proof(str, Enum):
@@ -56,7 +60,9 @@ class MirrorStatus(str, Enum):
     RENAMED_REMOTE_TOPIC = "renamed_remote_topic"  # the mirror writes the topic under another name
     UNKNOWN_ORIGIN_NAME = "unknown_origin_name"  # IDC names neither configured cluster
     MALFORMED_ORIGIN_HEADERS = "malformed_origin_headers"
-    TWO_WAY_WITHOUT_HEADERS = "two_way_without_headers"  # pairs exist, but the standby produces too
+    TWO_WAY_WITHOUT_HEADERS = "two_way_without_headers"  # pairs exist, but the topic is not one-way from active
+    SHAPE_NOT_CONFIGURED = "shape_not_configured"  # pairs exist; without headers only the configured shape says one-way
+    COPIES_SIDE_WITHOUT_HEADERS = "copies_side_without_headers"  # pairs serve the producing side's groups only
     NO_OFFSET_SYNC_YET = "no_offset_sync_yet"  # offset syncs are read, none names this topic yet
     OFFSET_SYNCS_UNREADABLE = "offset_syncs_unreadable"
     NO_RECORDS = "no_records"  # nothing to judge by yet
@@ -110,6 +116,10 @@ class SwitchEvidence:
     # pairs "upstream offset on active -> downstream offset on standby" (the active -> standby flow)
     offset_syncs: OffsetSyncEvidence = field(default_factory=OffsetSyncEvidence)
     unreadable_reason: str = ""  # set when a cluster's topics or records could not be read
+    # the topic's configured shape (OFFSET_PIPELINE_TOPIC_SHAPES): without origin headers nothing
+    # read tells a copy from a record produced on the standby, so only the configuration says one-way
+    shape: TopicShape | None = None
+    reverse_offset_syncs: OffsetSyncEvidence = field(default_factory=OffsetSyncEvidence)  # standby -> active
 
 
 @dataclass(frozen=True)
@@ -177,17 +187,30 @@ def mirror_verdict(evidence: SwitchEvidence) -> MirrorVerdict:
         )
     syncs = e.offset_syncs
     if syncs.pairs_for_topic:
-        if standby.local or standby.copies_from_peer:
+        if e.shape is None:
+            return verdict(
+                Proof.NONE, MirrorStatus.SHAPE_NOT_CONFIGURED,
+                f"{syncs.pairs_for_topic} offset syncs name the topic, but its records carry no origin headers, so "
+                f"nothing read says it is one-way: configure it (OFFSET_PIPELINE_TOPIC_SHAPES={e.topic}=one_way:"
+                f"{e.active}) if producers write it on {e.active} only",
+            )
+        if not e.shape.allows_timestamp_search(e.active):
             return verdict(
                 Proof.NONE, MirrorStatus.TWO_WAY_WITHOUT_HEADERS,
-                f"offset syncs name the topic, but {standby.local} recent records on {e.standby} were produced "
-                "there: offset syncs anchor one-way topics only; the project's transform in the mirror "
-                "serves two-way topics",
+                f"offset syncs name the topic, but its shape is {e.shape.value}: offset syncs anchor one-way "
+                f"topics produced on the group's active cluster only; the project's transform in the mirror "
+                "serves every shape",
             )
         return verdict(
             Proof.OFFSET_SYNCS, MirrorStatus.OFFSET_SYNCS,
             f"{syncs.pairs_for_topic} offset syncs over {syncs.partitions_with_pairs} partitions in "
-            f"{', '.join(syncs.syncs_topics)}; the recent records on {e.standby} are all copies",
+            f"{', '.join(syncs.syncs_topics)}; the topic is configured one-way from {e.active}",
+        )
+    if e.reverse_offset_syncs.pairs_for_topic:
+        return verdict(
+            Proof.NONE, MirrorStatus.COPIES_SIDE_WITHOUT_HEADERS,
+            f"offset syncs name the topic for {e.standby}->{e.active} only: they anchor the groups on the producing "
+            f"side ({e.standby}); a group reading the copies on {e.active} needs the project's transform in the mirror",
         )
     if not syncs.readable:
         return verdict(Proof.NONE, MirrorStatus.OFFSET_SYNCS_UNREADABLE,

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from offset_pipeline.translation.shape import TopicShape
 from offset_pipeline.mirror_check.rules import (
     ClusterTopic,
     MirrorStatus,
@@ -23,8 +24,13 @@ SYNCS = OffsetSyncEvidence(syncs_topics=("mm2-offset-syncs.b.internal",), pairs_
 SYNCS_TOPIC_ONLY = OffsetSyncEvidence(syncs_topics=("mm2-offset-syncs.b.internal",))
 
 
-def evidence(active=LOCAL, standby=COPIES, syncs=OffsetSyncEvidence(), **kw) -> SwitchEvidence:
-    return SwitchEvidence("orders", "a", "b", ClusterTopic(records=active), ClusterTopic(records=standby), syncs, **kw)
+ONE_WAY_A = TopicShape.one_way("a")
+
+
+def evidence(active=LOCAL, standby=COPIES, syncs=OffsetSyncEvidence(), reverse_syncs=OffsetSyncEvidence(),
+             **kw) -> SwitchEvidence:
+    return SwitchEvidence("orders", "a", "b", ClusterTopic(records=active), ClusterTopic(records=standby), syncs,
+                          reverse_offset_syncs=reverse_syncs, **kw)
 
 
 CASES = [
@@ -35,11 +41,21 @@ CASES = [
     ("two-way with headers", evidence(active=OriginCounts(copies_from_peer=9, local=11),
                                       standby=OriginCounts(copies_from_peer=11, local=9)),
      Proof.ORIGIN_HEADERS, MirrorStatus.ORIGIN_HEADERS),
-    ("headers win over syncs", evidence(syncs=SYNCS), Proof.ORIGIN_HEADERS, MirrorStatus.ORIGIN_HEADERS),
-    ("plain MirrorMaker 2, one-way", evidence(standby=OriginCounts(local=0), syncs=SYNCS),
+    ("headers win over syncs", evidence(syncs=SYNCS, shape=ONE_WAY_A), Proof.ORIGIN_HEADERS,
+     MirrorStatus.ORIGIN_HEADERS),
+    # plain MirrorMaker 2: copies without headers look local, only the configured shape says one-way
+    ("plain MirrorMaker 2, configured one-way from active", evidence(standby=LOCAL, syncs=SYNCS, shape=ONE_WAY_A),
      Proof.OFFSET_SYNCS, MirrorStatus.OFFSET_SYNCS),
-    ("plain MirrorMaker 2, standby records look local", evidence(standby=LOCAL, syncs=SYNCS),
+    ("plain MirrorMaker 2, no configured shape", evidence(standby=LOCAL, syncs=SYNCS),
+     Proof.NONE, MirrorStatus.SHAPE_NOT_CONFIGURED),
+    ("plain MirrorMaker 2, configured two-way", evidence(standby=LOCAL, syncs=SYNCS, shape=TopicShape.two_way()),
      Proof.NONE, MirrorStatus.TWO_WAY_WITHOUT_HEADERS),
+    ("plain MirrorMaker 2, configured one-way from the standby", evidence(standby=LOCAL, syncs=SYNCS,
+                                                                         shape=TopicShape.one_way("b")),
+     Proof.NONE, MirrorStatus.TWO_WAY_WITHOUT_HEADERS),
+    ("plain MirrorMaker 2, group on the copies' side", evidence(standby=LOCAL, reverse_syncs=SYNCS,
+                                                               shape=TopicShape.one_way("b")),
+     Proof.NONE, MirrorStatus.COPIES_SIDE_WITHOUT_HEADERS),
     ("standby copies but also local records, active none", evidence(standby=OriginCounts(copies_from_peer=5, local=5)),
      Proof.NONE, MirrorStatus.NOT_MIRRORED),
     ("syncs topic without a pair for the topic", evidence(standby=OriginCounts(), syncs=SYNCS_TOPIC_ONLY),
@@ -97,6 +113,8 @@ evidences = st.builds(
     on_standby=st.builds(ClusterTopic, exists=st.booleans(), records=counts,
                          renamed_copies=st.sampled_from([(), ("a.t",)])),
     offset_syncs=syncs, unreadable_reason=st.sampled_from(["", "down"]),
+    shape=st.sampled_from([None, TopicShape.two_way(), TopicShape.one_way("a"), TopicShape.one_way("b")]),
+    reverse_offset_syncs=syncs,
 )
 
 
@@ -108,7 +126,7 @@ def test_invariants(ev):
     if verdict.proof is Proof.ORIGIN_HEADERS:
         assert active.copies_from_peer or (standby.copies_from_peer and not standby.local)
     if verdict.proof is Proof.OFFSET_SYNCS:
-        assert ev.offset_syncs.pairs_for_topic and not standby.local and not standby.copies_from_peer
+        assert ev.offset_syncs.pairs_for_topic and ev.shape == TopicShape.one_way("a")
     # headers first
     headers_serve = active.copies_from_peer or (standby.copies_from_peer and not standby.local)
     if headers_serve and ev.on_standby.exists and not ev.unreadable_reason:
