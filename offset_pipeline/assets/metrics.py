@@ -41,6 +41,7 @@ from offset_pipeline.storage import (
     commits,
     cycle_rows,
     metrics,
+    mirror_checks,
     readiness,
     snapshots,
     translations,
@@ -95,7 +96,8 @@ def offset_sync_metrics(
     cycle_time_ms = int(time.time() * 1000)
     spool = clickhouse.deferred_writes()
     writer = open_writer(clickhouse, snapshots.ensure_table, commits.ensure_table, translations.ensure_tables,
-                         metrics.ensure_tables, readiness.ensure_table)
+                         metrics.ensure_tables, readiness.ensure_table,
+                         mirror_checks.ensure_table)  # every table Grafana reads exists from the first cycle
     replay = spool.replay(writer.client) if writer.outcome.error is None else None
     if writer.outcome.error is not None or replay.error is not None:
         return _without_clickhouse(context, spool, writer.outcome.error or replay.error, replay, started)

@@ -23,7 +23,7 @@ from dataclasses import replace
 from offset_pipeline.cli.connections import clickhouse
 from offset_pipeline.readiness import report
 from offset_pipeline.resources.clickhouse import close_embedded_clients
-from offset_pipeline.storage import readiness
+from offset_pipeline.storage import mirror_checks, readiness
 
 STALE_ROW = "sync_not_running"
 
@@ -51,17 +51,37 @@ def aged(rows: list[readiness.ReadinessRow], now_ms: int, max_age_s: float) -> l
     return out
 
 
+def mirror_lines(rows: list[readiness.ReadinessRow], mirror: list[mirror_checks.MirrorCheckRow]) -> str:
+    """What the newest mirror check said of the directions shown: how many topics have a proof,
+    and each topic without one, with its reason (``offset-pipeline mirror check`` has the rest)."""
+    directions = {(r.active, r.standby) for r in rows}
+    shown = [m for m in mirror if (m.active, m.standby) in directions]
+    if not shown:
+        return "mirror: not checked yet (offset_mirror_proofs, or offset-pipeline mirror check)"
+    lines = []
+    for active, standby in sorted(directions):
+        verdicts = [m for m in shown if (m.active, m.standby) == (active, standby)]
+        proven = sum(1 for m in verdicts if m.proof != "none")
+        lines.append(f"mirror {active}->{standby}: {proven} of {len(verdicts)} topics proven")
+        lines += [f"  {m.topic}: none ({m.status}): {m.reason}" for m in verdicts if m.proof == "none"]
+    return "\n".join(lines)
+
+
 def run(args) -> int:
     resource = clickhouse()
     client = resource.get_client()
     try:
         readiness.ensure_table(client)
         rows = readiness.newest(client, args.groups, within_s=args.within_s)
+        mirror_checks.ensure_table(client)
+        mirror = mirror_checks.newest(client, within_s=args.within_s)
     finally:
         if resource.embedded:
             close_embedded_clients(resource.dsn)  # the sync's next checkpoint needs the data folder
     rows = aged(rows, int(time.time() * 1000), args.max_row_age_s)
     print(report.as_json(rows) if args.json else (report.text(rows) if rows else "no readiness rows"))
+    if not args.json and rows:
+        print(mirror_lines(rows, mirror))
     if not rows:
         print("nothing to show: no such group, or the sync has not written readiness yet", file=sys.stderr)
         return 2

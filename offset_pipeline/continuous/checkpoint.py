@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from offset_pipeline.continuous.run_state import Checkpoint, snapshot_tuple
 from offset_pipeline.monitoring.metrics_step import carried_cycle_rows, cycle_metrics
-from offset_pipeline.storage import commits, metrics, readiness, snapshots, translations
+from offset_pipeline.storage import commits, metrics, mirror_checks, readiness, snapshots, translations
 from offset_pipeline.storage.deferred_writes import open_writer
 from offset_pipeline.sync.shape_step import ShapeSettings, sample_and_detect
 
@@ -99,7 +99,8 @@ def write_checkpoint(clickhouse, checkpoint: Checkpoint, settings: CheckpointSet
     started = time.monotonic()
     cp = checkpoint
     writer = open_writer(clickhouse, snapshots.ensure_table, translations.ensure_tables, commits.ensure_table,
-                         metrics.ensure_tables, readiness.ensure_table)
+                         metrics.ensure_tables, readiness.ensure_table,
+                         mirror_checks.ensure_table)  # every table Grafana reads exists from the first cycle
     error = writer.outcome.error
     metric_rows, statuses, detected, written = 0, {}, None, 0
     try:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from offset_pipeline.storage.fast_forwards import TABLE as FAST_FORWARDS
 from offset_pipeline.storage.metrics import ROLLUP, TABLE
+from offset_pipeline.storage.mirror_checks import TABLE as MIRROR_CHECKS
 from offset_pipeline.storage.readiness import TABLE as READINESS
 
 DATASOURCE = {"type": "grafana-clickhouse-datasource", "uid": "offset-pipeline-clickhouse"}
@@ -109,6 +110,17 @@ OVERVIEW = [
        "cycle; `offset-pipeline readiness` prints the same.",
         ("group", "active", "standby", "safe_to_switch", "expected_duplicates", "duplicates_at_most",
          "seconds_since_sync", "why_not", "first_problem", "verdict_at"), sparse=True),
+    Panel("Mirror proofs per topic and direction (newest check)", "table", (
+        "SELECT topic, active, standby, proof, status, reason, checked_at AS checked "
+        f"FROM {MIRROR_CHECKS} WHERE checked_at >= $__toTime - INTERVAL 1 DAY AND checked_at <= $__toTime "
+        "AND (active IN (${cluster:singlequote}) OR standby IN (${cluster:singlequote})) "
+        "ORDER BY topic, active, standby, checked_at DESC LIMIT 1 BY topic, active, standby"
+    ), "What the mirror lets the sync prove for a group of each topic moving from active to standby "
+       "(offset_mirror_proofs, every 10 minutes; `offset-pipeline mirror check` prints the same): "
+       "origin_headers (copies carry IDC/Offset: every shape), offset_syncs (plain MirrorMaker 2's pairs: a "
+       "topic configured one-way from the active side), none (status and reason say why: not_mirrored, "
+       "renamed_remote_topic, no_offset_sync_yet, shape_not_configured, unknown_origin_name, ...).",
+        ("topic", "active", "standby", "proof", "status", "reason", "checked"), sparse=True),
     Panel("Translation success rate per strategy", "timeseries", (
         "SELECT $__timeInterval(minute) AS time, "
         "sum(header_hit_rows) / greatest(sum(header_rows), 1) AS header_hit_rate, "

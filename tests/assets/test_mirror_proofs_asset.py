@@ -4,6 +4,7 @@ per topic and direction), and a check that warns while a direction has no proof.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta, timezone
 
 import dagster as dg
 import pytest
@@ -12,7 +13,8 @@ from confluent_kafka import Producer
 from offset_pipeline.assets.mirror_check import EVERY_DIRECTION_PROVEN_CHECK, offset_mirror_proofs
 from offset_pipeline.definitions import build_resources
 from offset_pipeline.settings import read_settings
-from offset_pipeline.storage import mirror_checks
+from devstack.grafana_sql import expand
+from offset_pipeline.storage import dashboards, mirror_checks
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.kafka
@@ -71,3 +73,13 @@ def test_the_mirror_proofs_asset_records_and_checks_every_direction(kafka_pair, 
         (unmirrored, "idc1", "idc2", "none", result.run_id),
         (unmirrored, "idc2", "idc1", "none", result.run_id),
     }
+
+    # Grafana's panel shows the same newest verdicts
+    panel = next(p for p in dashboards.OVERVIEW if p.title.startswith("Mirror proofs"))
+    now = datetime.now(timezone.utc)
+    sql = expand(panel.sql, time_from=now - timedelta(hours=1), time_to=now + timedelta(minutes=1), interval_s=60,
+                 variables={"cluster": ["idc1", "idc2"], "group": [], "topic": []})
+    shown = resources["clickhouse"].get_client().query(sql)
+    assert tuple(shown.column_names) == panel.columns
+    assert {(r[0], r[1], r[2], r[3]) for r in shown.result_rows if r[0] in (mirrored, unmirrored)} == {
+        (r.topic, r.active, r.standby, r.proof) for r in newest}
