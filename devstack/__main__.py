@@ -15,7 +15,7 @@ from devstack.stack import SPARK_CHOICES, DevStack, StackSettings, plan_topic_sh
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("fetch", help="fetch the pinned Kafka jars from Maven Central and build the "
+    sub.add_parser("fetch", help="fetch the pinned Kafka and MirrorMaker 2 jars from Maven Central and build the "
                                  "project's Connect transform (connect-transform/); cached")
     up = sub.add_parser(
         "up", help="start both clusters, the mirror both ways, traffic and consumers (again: restarts the dead parts)"
@@ -72,8 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "fetch":
             from devstack.connect_transform import transform_jar
+            from devstack.mirrormaker2 import mm2_jars
 
             print(fetch_jars(jars_dir()))
+            print(mm2_jars())
             print(transform_jar())
         elif args.command == "up":
             stack.up()

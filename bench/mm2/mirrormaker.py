@@ -1,8 +1,8 @@
 """Apache Kafka's MirrorMaker 2 in dedicated mode (``org.apache.kafka.connect.mirror.MirrorMaker``),
 one-way, as the data mirror and offset syncer the comparison benchmark measures against.
 
-Jars come from Maven Central (``bench/mm2/pom.xml``, cached in ``.devstack/mm2-jars``) like the
-brokers'. Each instance gets cluster aliases of its own: MM2 names its Connect group, its config,
+Jars come from Maven Central (``devstack/mirrormaker2-pom.xml``, cached in ``.devstack/mm2-jars``)
+like the brokers', shared with the dev harness's own MirrorMaker 2 mirror (``devstack/mirrormaker2.py``). Each instance gets cluster aliases of its own: MM2 names its Connect group, its config,
 offset and status topics, its offset-syncs and checkpoints topics after the aliases, so two
 instances on the same two clusters (defaults and tuned) never share state.
 """
@@ -17,10 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devstack.jars import fetch_jars
-from devstack.paths import stack_dir
-
-POM = Path(__file__).with_name("pom.xml")
+from devstack.mirrormaker2 import mm2_jars
 
 #: ``offset.lag.max=0`` (an offset sync for every record) and one-second intervals for everything
 #: that paces the checkpoints and the group offset writes.
@@ -43,10 +40,6 @@ rootLogger.appenderRef.stdout.ref = STDOUT
 logger.clients.name = org.apache.kafka.clients
 logger.clients.level = warn
 """
-
-
-def mm2_jars() -> Path:
-    return fetch_jars(Path(os.environ.get("OFFSET_PIPELINE_MM2_JARS_DIR") or stack_dir() / "mm2-jars"), POM)
 
 
 @dataclass

@@ -1,0 +1,516 @@
+"""Apache Kafka's MirrorMaker 2 as the data mirror of the dev harness: both directions in one JVM,
+every copy marked with its origin by the project's Connect transform.
+
+What runs: ``org.apache.kafka.connect.mirror.MirrorMaker`` (dedicated mode; jars from
+``mirrormaker2-pom.xml`` beside this file, cached in ``.devstack/mm2-jars``) with the project's jar
+(``connect-transform/``, :mod:`devstack.connect_transform`) on its classpath, configured by
+:func:`mm2_properties`:
+
+* the cluster aliases are the clusters' names, so a copy's ``IDC`` header is the name the sync
+  knows the cluster by (the transform writes the alias verbatim);
+* both flows, ``a->b`` and ``b->a``, with ``IdentityReplicationPolicy``: a topic is copied into the
+  topic of the same name on the other side, partition to partition;
+* on each flow ``transforms=dropCopies,origin``: Kafka's ``Filter`` under ``HasHeaderKey{IDC}`` first
+  drops every record that already carries an origin header, i.e. a copy, so nothing is mirrored
+  back (two flows over same-named topics would otherwise loop forever); then
+  ``io.offsetpipeline.connect.OriginHeaders`` adds ``IDC`` (the source alias) and ``Offset`` (the
+  upstream offset). Unlike the Python mirror, which replaces origin headers a producer forged, a
+  record produced with an ``IDC`` header of its own is taken for a copy and not mirrored at all
+  (the filter cannot tell them apart). In dedicated mode a flow's settings reach all of its connectors, and the
+  transform refuses records that are not copies, so heartbeats and checkpoints are turned off
+  (the sync translates offsets itself), and offset syncs with them (nothing reads them). MirrorMaker
+  2 says so at every start with one ERROR line per flow, expected: "Failed to configure
+  MirrorCheckpointConnector ... can't run with emit.checkpoints.enabled set to false" (its way of
+  not creating that connector; no ``offset-syncs.*`` setting may be given either, or the source
+  connector is refused too);
+* MirrorMaker 2's header converter in dedicated mode is the ``ByteArrayConverter`` (set by
+  ``MirrorMakerConfig.workerConfig`` unless configured): the transform's byte-array headers reach
+  the log as they are, the exact bytes ``offset_pipeline.translation.headers.parse_origin`` reads;
+* the source consumers read ``read_committed``: aborted transactions are never copied;
+* internal topics with replication factor 1, topics refreshed every second, source offsets
+  flushed every second, lost tasks reassigned at once (single-node dev clusters, fast tests).
+
+Exactly-once (``exactly.once.source.support=enabled`` on both target clusters' workers, which in
+dedicated mode needs the internal REST server: ``dedicated.mode.enable.internal.rest=true`` and a
+``listeners`` port): it holds with Kafka 4.2.0 here. Copies and MirrorMaker 2's source offsets are
+written in one transaction on the target, so a ``kill -9`` in the middle of copying and a restart
+neither lose nor repeat a copy for a ``read_committed`` reader (the records of the transaction the
+kill cut short are aborted, and only a ``read_uncommitted`` reader sees them);
+tests/devstack/test_mirrormaker2.py kills and restarts it under load and checks exactly that.
+Without exactly-once (``exactly_once=False``) a restart repeats the copies made since the last
+offset flush (at most about a second's worth): at-least-once.
+
+Ready means both flows copy: a probe record produced on each side (topic :data:`PROBE_TOPIC`) is
+seen on the other with the origin headers naming its source and its exact offset. Measured here
+(:attr:`MirrorMaker2.ready_after_s`, 2 cores shared with other work): 16-25 s from the JVM's start
+to both probes copied, about as long again after a ``kill -9``. Most of it is the JVM and Connect
+starting two herders (internal topics read, group joined, tasks started); finding plugins through
+their ServiceLoader manifests instead of scanning the classpath saved ~10 s of it.
+
+Lifetime: the JVM is a child of the Python process that starts it, with a parent-death signal
+(``SIGKILL``, Linux): it never outlives that process, even one killed with ``kill -9``. (The signal
+follows the starting *thread*: start it from a thread that lives as long as the mirror, e.g. the
+main thread.) :meth:`MirrorMaker2.stop` stops it with ``SIGTERM`` (MirrorMaker 2's shutdown hook
+stops its connectors and commits), then ``SIGKILL`` after a grace period. Run as
+``python -m devstack.mirrormaker2 ...`` it stops the JVM on ``SIGINT``, ``SIGTERM`` and ``SIGHUP``.
+
+Failures are :class:`~devstack.errors.DevStackError` naming what failed and the log: the internal
+REST port already taken, the JVM exiting during start-up, a flow that did not copy its probe in
+time.
+
+Not supported here: secure clusters (SASL_SSL); the Python mirror (:mod:`devstack.mirror`) serves them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from devstack.cluster import find_java, port_in_use
+from devstack.connect_transform import TRANSFORM_CLASS, transform_jar
+from devstack.errors import DevStackError
+from devstack.jars import fetch_jars
+from devstack.mirror import MirrorEndpoint
+from devstack.paths import stack_dir
+from devstack.processes import log_file_tail
+from offset_pipeline.translation.headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER
+
+POM = Path(__file__).with_name("mirrormaker2-pom.xml")
+MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
+#: Every flow also mirrors this topic: the readiness probe (created on both clusters at start).
+PROBE_TOPIC = "offset-pipeline.mirror-probe"
+#: The topics mirrored by default, as a Java regex matched against the whole name (as MirrorMaker 2
+#: matches): everything but the brokers' own (``_``, ``__``) and the project's (``offset-pipeline.``).
+#: MirrorMaker 2 excludes its own internal topics besides (``topics.exclude``).
+DEFAULT_TOPICS = r"(?!_)(?!offset-pipeline\.).*"
+LOG_MAX_SIZE = "20MB"
+LOG_BACKUPS = 3
+STOP_GRACE_S = 30.0
+_PR_SET_PDEATHSIG = 1
+
+
+def mm2_jars() -> Path:
+    """MirrorMaker 2's classpath (fetched once, then cached): ``OFFSET_PIPELINE_MM2_JARS_DIR`` or
+    ``.devstack/mm2-jars``."""
+    return fetch_jars(Path(os.environ.get("OFFSET_PIPELINE_MM2_JARS_DIR") or stack_dir() / "mm2-jars"), POM)
+
+
+def _log4j2(log_path: Path) -> str:
+    """Everything to ``log_path``, rolled by size (a mirror left running keeps at most
+    ``LOG_BACKUPS + 1`` files). Configuration dumps, client and telemetry start-up lines at WARN: they
+    were nine tenths of a start's log (the configuration is in ``mm2.properties`` beside it)."""
+    return f"""\
+status = warn
+appender.rolling.type = RollingFile
+appender.rolling.name = MM2_LOG
+appender.rolling.fileName = {log_path}
+appender.rolling.filePattern = {log_path}.%i
+appender.rolling.layout.type = PatternLayout
+appender.rolling.layout.pattern = [%d] %p %m (%c)%n
+appender.rolling.policies.type = Policies
+appender.rolling.policies.size.type = SizeBasedTriggeringPolicy
+appender.rolling.policies.size.size = {LOG_MAX_SIZE}
+appender.rolling.strategy.type = DefaultRolloverStrategy
+appender.rolling.strategy.fileIndex = min
+appender.rolling.strategy.max = {LOG_BACKUPS}
+rootLogger.level = INFO
+rootLogger.appenderRef.mm2.ref = MM2_LOG
+logger.clients.name = org.apache.kafka.clients
+logger.clients.level = WARN
+logger.config.name = org.apache.kafka.common.config.AbstractConfig
+logger.config.level = WARN
+logger.telemetry.name = org.apache.kafka.common.telemetry
+logger.telemetry.level = WARN
+logger.appinfo.name = org.apache.kafka.common.utils.AppInfoParser
+logger.appinfo.level = WARN
+logger.scheduler.name = org.apache.kafka.connect.mirror.Scheduler
+logger.scheduler.level = WARN
+"""
+
+
+def _escape_property(text: str) -> str:
+    """``text`` as a value of a Java ``.properties`` file, read back unchanged: the format treats
+    a backslash as an escape (a regex's ``\\.`` would lose it) and ends a value at a line break."""
+    escaped = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    return "\\" + escaped if escaped[:1] in (" ", "\t") else escaped
+
+
+@dataclass(frozen=True)
+class MirrorMaker2Config:
+    """One MirrorMaker 2 mirroring ``topics`` both ways between two clusters.
+
+    ``topics``: a Java regex that MirrorMaker 2 matches against whole topic names; no commas (the
+    setting is a comma-separated list). ``rest_port``: the internal REST server's port, required
+    with ``exactly_once``. ``work_dir``: its configuration and log."""
+
+    clusters: tuple[MirrorEndpoint, MirrorEndpoint]
+    work_dir: Path
+    topics: str = DEFAULT_TOPICS
+    rest_port: int | None = None
+    exactly_once: bool = True
+    refresh_topics_s: int = 1
+    heap: str = "512m"
+
+    def __post_init__(self) -> None:
+        a, b = self.clusters
+        if a.name == b.name:
+            raise DevStackError(f"MirrorMaker 2 needs two clusters of different names, got {a.name!r} twice")
+        if "," in self.topics:
+            raise DevStackError(f"MirrorMaker 2's topic regex may hold no comma (its setting is a list): {self.topics!r}")
+        if self.exactly_once and self.rest_port is None:
+            raise DevStackError("MirrorMaker 2 with exactly-once needs its internal REST server: give rest_port")
+        for endpoint in self.clusters:
+            if endpoint.client_config:
+                raise DevStackError(f"{endpoint.name}: MirrorMaker 2 here connects without login settings; "
+                                    "use the Python mirror (devstack.mirror) for secure clusters")
+
+    @property
+    def flows(self) -> tuple[tuple[str, str], tuple[str, str]]:
+        a, b = (endpoint.name for endpoint in self.clusters)
+        return (a, b), (b, a)
+
+    @property
+    def log_path(self) -> Path:
+        return self.work_dir / "mm2.log"
+
+    @property
+    def properties_path(self) -> Path:
+        return self.work_dir / "mm2.properties"
+
+
+def mm2_properties(config: MirrorMaker2Config) -> dict[str, str]:
+    """The dedicated-mode configuration (see the module docstring for why each part is there)."""
+    names = [endpoint.name for endpoint in config.clusters]
+    props = {
+        "clusters": ", ".join(names),
+        "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+        # connector settings shared by every flow
+        "emit.heartbeats.enabled": "false",
+        "emit.checkpoints.enabled": "false",
+        "emit.offset-syncs.enabled": "false",
+        "sync.group.offsets.enabled": "false",
+        "sync.topic.acls.enabled": "false",
+        "sync.topic.configs.enabled": "false",
+        "refresh.topics.interval.seconds": str(config.refresh_topics_s),
+        "replication.factor": "1",
+        "checkpoints.topic.replication.factor": "1",
+        "heartbeats.topic.replication.factor": "1",
+        # worker settings (each flow's herder has its own offset, config and status topics)
+        "offset.storage.replication.factor": "1",
+        "config.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        # Plugins found through their ServiceLoader manifests (Kafka's jars and the transform's jar
+        # have them) instead of a reflective scan of the classpath, which took ~8 s of the start-up
+        # for each of the three plugin scans (MirrorMaker 2's own, then each flow's).
+        "plugin.discovery": "service_load",
+    }
+    for endpoint in config.clusters:
+        name = endpoint.name
+        props[f"{name}.bootstrap.servers"] = endpoint.bootstrap_servers
+        # As a source: what the flow's consumer reads. As a target: its herder's worker settings.
+        props[f"{name}.consumer.isolation.level"] = "read_committed"
+        props[f"{name}.offset.flush.interval.ms"] = "1000"
+        # A worker killed and restarted comes back as a new member: its lost tasks are reassigned
+        # at once instead of after the default five-minute wait for the old member to return.
+        props[f"{name}.scheduled.rebalance.max.delay.ms"] = "0"
+        props[f"{name}.plugin.discovery"] = "service_load"
+        if config.exactly_once:
+            props[f"{name}.exactly.once.source.support"] = "enabled"
+            # A restart reads the flow's offsets topic up to its last stable offset, which a
+            # transaction left open by a kill -9 holds back until the broker aborts it at this
+            # timeout (Connect's default: one minute of a restart spent waiting). A transaction
+            # spans one poll of the source, milliseconds long.
+            props[f"{name}.producer.transaction.timeout.ms"] = "10000"
+    if config.rest_port is not None:  # always so with exactly-once (checked by the config)
+        props["dedicated.mode.enable.internal.rest"] = "true"
+        props["listeners"] = f"http://127.0.0.1:{config.rest_port}"
+    for source, target in config.flows:
+        flow = f"{source}->{target}"
+        props.update({
+            f"{flow}.enabled": "true",
+            f"{flow}.topics": f"{config.topics}, {re.escape(PROBE_TOPIC)}",
+            f"{flow}.transforms": "dropCopies,origin",
+            f"{flow}.transforms.dropCopies.type": "org.apache.kafka.connect.transforms.Filter",
+            f"{flow}.transforms.dropCopies.predicate": "isCopy",
+            f"{flow}.predicates": "isCopy",
+            f"{flow}.predicates.isCopy.type": "org.apache.kafka.connect.transforms.predicates.HasHeaderKey",
+            f"{flow}.predicates.isCopy.name": ORIGIN_CLUSTER_HEADER,
+            f"{flow}.transforms.origin.type": TRANSFORM_CLASS,
+            f"{flow}.transforms.origin.cluster.header": ORIGIN_CLUSTER_HEADER,
+            f"{flow}.transforms.origin.offset.header": ORIGIN_OFFSET_HEADER,
+        })
+    return props
+
+
+def _die_with_parent():
+    """In the JVM's process before exec: SIGKILL when the starting thread's process dies."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+    except (OSError, AttributeError):
+        prctl = None
+    parent = os.getpid()
+
+    def arm() -> None:
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+
+    return arm
+
+
+class MirrorMaker2:
+    """One MirrorMaker 2 JVM (see the module docstring). ``start()`` returns once both flows copy."""
+
+    def __init__(self, config: MirrorMaker2Config):
+        self.config = config
+        self.proc: subprocess.Popen | None = None
+        self.ready_after_s: float | None = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.config.log_path
+
+    def log_tail(self, lines: int = 40) -> str:
+        return log_file_tail(self.log_path, lines, "(no MirrorMaker 2 log was written)")
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def command(self) -> list[str]:
+        classpath = f"{mm2_jars()}/*{os.pathsep}{transform_jar()}"
+        return [
+            find_java(), f"-Xmx{self.config.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.config.work_dir / 'log4j2.properties'}",
+            "-cp", classpath, MAIN_CLASS, str(self.config.properties_path),
+        ]
+
+    def write_config(self) -> None:
+        self.config.work_dir.mkdir(parents=True, exist_ok=True)
+        (self.config.work_dir / "log4j2.properties").write_text(_log4j2(self.log_path))
+        lines = [f"{key} = {_escape_property(value)}\n" for key, value in mm2_properties(self.config).items()]
+        self.config.properties_path.write_text("".join(lines))
+
+    def start(self, timeout_s: float = 120.0, stop: threading.Event | None = None) -> float:
+        """Start the JVM and wait until both flows copy; returns the seconds that took. A taken
+        REST port, a JVM that exits, or a flow that copies nothing within ``timeout_s`` is a
+        :class:`DevStackError` naming it and the log; so is ``stop`` set meanwhile (the JVM is
+        stopped in every one of these cases)."""
+        if self.running():
+            raise DevStackError(f"MirrorMaker 2 already runs (pid {self.proc.pid}); log: {self.log_path}")
+        port = self.config.rest_port
+        if port is not None and port_in_use(port):
+            raise DevStackError(
+                f"MirrorMaker 2: its internal REST port 127.0.0.1:{port} is already in use by another process; "
+                f"stop it or choose another port (log: {self.log_path})")
+        command = self.command()  # builds or fetches the jars first: not part of the start-up time
+        self.write_config()
+        for endpoint in self.config.clusters:
+            _ensure_probe_topic(endpoint)
+        began = time.monotonic()
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n=== starting MirrorMaker 2 at {time.strftime('%Y-%m-%dT%H:%M:%S')} ===\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, preexec_fn=_die_with_parent(),
+            )
+        try:
+            self._wait_both_flows_copy(began + timeout_s, stop or threading.Event())
+        except BaseException:
+            self.stop(grace_s=5.0)
+            raise
+        self.ready_after_s = time.monotonic() - began
+        return self.ready_after_s
+
+    def _check_alive(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        code = None if self.proc is None else self.proc.returncode
+        tail = self.log_tail()
+        port = self.config.rest_port
+        if port is not None and "Address already in use" in tail:
+            raise DevStackError(
+                f"MirrorMaker 2: its internal REST port 127.0.0.1:{port} is already in use (the JVM exited "
+                f"with code {code}); last lines of {self.log_path}:\n{tail}")
+        raise DevStackError(f"MirrorMaker 2 exited during start-up (code {code}); last lines of {self.log_path}:\n{tail}")
+
+    def _wait_both_flows_copy(self, deadline: float, stop: threading.Event) -> None:
+        """Produce one probe on each cluster and wait until each is seen copied on the other, with
+        ``IDC`` = its source's name and ``Offset`` = its offset there."""
+        pending = {}
+        for source, target in self.config.flows:
+            pending[(source, target)] = None
+        endpoints = {endpoint.name: endpoint for endpoint in self.config.clusters}
+        while pending:
+            self._check_alive()
+            if stop.is_set():
+                raise DevStackError(f"MirrorMaker 2 was stopped during its start-up; log: {self.log_path}")
+            if time.monotonic() > deadline:
+                flows = ", ".join(f"{s}->{t}" for s, t in pending)
+                raise DevStackError(
+                    f"MirrorMaker 2 did not copy its probe record on {flows} in time; "
+                    f"last lines of {self.log_path}:\n{self.log_tail()}")
+            for (source, target), probe in list(pending.items()):
+                if probe is None:  # (re)sent each round until a copy is seen: MirrorMaker 2 may start late
+                    pending[(source, target)] = _send_probe(endpoints[source], endpoints[target])
+                elif _probe_copied(endpoints[target], probe, source, wait_s=min(2.0, max(0.1, deadline - time.monotonic()))):
+                    del pending[(source, target)]
+                elif time.monotonic() - probe.sent_at > 10:
+                    pending[(source, target)] = None
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> bool:
+        """SIGTERM (MirrorMaker 2 stops its connectors), SIGKILL after ``grace_s``. Returns whether it ran."""
+        if self.proc is None or self.proc.poll() is not None:
+            return False
+        _signal_group(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            _signal_group(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+        return True
+
+    def kill(self) -> bool:
+        """``kill -9``, as a crash would: no shutdown hook, nothing flushed. Returns whether it ran."""
+        if self.proc is None or self.proc.poll() is not None:
+            return False
+        _signal_group(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        return True
+
+    def __enter__(self) -> MirrorMaker2:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _signal_group(pid: int, signum: int) -> None:
+    try:
+        os.killpg(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+@dataclass(frozen=True)
+class _Probe:
+    token: bytes
+    offset: int  # on the source cluster
+    target_start: int  # the target partition's end before the probe was sent
+    sent_at: float
+
+
+def _ensure_probe_topic(endpoint: MirrorEndpoint) -> None:
+    admin = AdminClient({**endpoint.settings(), "log_level": 3})
+    future = admin.create_topics([NewTopic(PROBE_TOPIC, num_partitions=1)], operation_timeout=10, request_timeout=15)[PROBE_TOPIC]
+    try:
+        future.result(timeout=20)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise DevStackError(f"{endpoint.name}: creating the probe topic {PROBE_TOPIC} failed: {exc}") from exc
+
+
+def _end_offset(endpoint: MirrorEndpoint) -> int:
+    consumer = Consumer({**endpoint.settings(), "group.id": "offset-pipeline-mm2-probe", "log_level": 3,
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(PROBE_TOPIC, 0), timeout=10)
+        return high
+    finally:
+        consumer.close()
+
+
+def _send_probe(source: MirrorEndpoint, target: MirrorEndpoint) -> _Probe:
+    target_start = _end_offset(target)
+    token = f"probe {source.name}->{target.name} {uuid.uuid4().hex}".encode()
+    delivered: list = []
+    producer = Producer({**source.settings(), "log_level": 3, "message.timeout.ms": 15000})
+    try:
+        producer.produce(PROBE_TOPIC, value=token, partition=0, on_delivery=lambda err, msg: delivered.append((err, msg)))
+        producer.flush(20)
+    finally:
+        producer.flush(0)
+    if not delivered or delivered[0][0] is not None:
+        raise DevStackError(f"{source.name}: producing the probe record failed: {delivered[0][0] if delivered else 'no answer'}")
+    return _Probe(token, delivered[0][1].offset(), target_start, time.monotonic())
+
+
+def _probe_copied(target: MirrorEndpoint, probe: _Probe, source_name: str, wait_s: float) -> bool:
+    """The probe's copy is on ``target``, with the origin headers of its source and offset."""
+    consumer = Consumer({**target.settings(), "group.id": "offset-pipeline-mm2-probe", "log_level": 3,
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    try:
+        consumer.assign([TopicPartition(PROBE_TOPIC, 0, probe.target_start)])
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            message = consumer.poll(min(0.5, max(0.0, deadline - time.monotonic())))
+            if message is None or message.error():
+                continue
+            if message.value() == probe.token:
+                headers = dict(message.headers() or [])
+                expected = (source_name.encode(), str(probe.offset).encode())
+                if (headers.get(ORIGIN_CLUSTER_HEADER), headers.get(ORIGIN_OFFSET_HEADER)) != expected:
+                    raise DevStackError(
+                        f"MirrorMaker 2 copied the probe to {target.name} with origin headers "
+                        f"{message.headers()!r}, expected IDC={expected[0]!r} Offset={expected[1]!r}")
+                return True
+        return False
+    finally:
+        consumer.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run MirrorMaker 2 both ways until SIGINT, SIGTERM or SIGHUP (or until the JVM exits)."""
+    from devstack.cli import cluster_address
+
+    parser = argparse.ArgumentParser(prog="python -m devstack.mirrormaker2", description=main.__doc__)
+    parser.add_argument("--cluster", type=cluster_address, action="append", required=True, metavar="NAME=HOST:PORT",
+                        help="one of the two clusters (give it twice)")
+    parser.add_argument("--work-dir", type=Path, required=True, help="its configuration and log (mm2.log)")
+    parser.add_argument("--topics", default=DEFAULT_TOPICS, help="Java regex of the topics to mirror (whole names)")
+    parser.add_argument("--rest-port", type=int, help="the internal REST server's port (needed for exactly-once)")
+    parser.add_argument("--at-least-once", action="store_true", help="without exactly-once source support")
+    args = parser.parse_args(argv)
+    if len(args.cluster) != 2:
+        parser.error("give --cluster exactly twice")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stop.set())
+    config = MirrorMaker2Config(
+        tuple(MirrorEndpoint(name, bootstrap) for name, bootstrap in args.cluster), args.work_dir,
+        topics=args.topics, rest_port=args.rest_port, exactly_once=not args.at_least_once,
+    )
+    mirror = MirrorMaker2(config)
+    try:
+        took = mirror.start(stop=stop)
+        print(f"MirrorMaker 2 copies both ways ({took:.1f}s to start; JVM pid {mirror.proc.pid}); "
+              f"log: {mirror.log_path}", flush=True)
+        while not stop.wait(1.0):
+            if not mirror.running():
+                print(f"MirrorMaker 2 exited (code {mirror.proc.returncode}); log: {mirror.log_path}", file=sys.stderr)
+                return 1
+    except DevStackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        mirror.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
