@@ -93,6 +93,7 @@ from offset_pipeline.translation.facts import (
     TimestampFacts,
     TimestampType,
 )
+from offset_pipeline.translation.offset_sync_anchor import refinement_start
 from offset_pipeline.translation.result import Anchor
 from offset_pipeline.translation.shape import TopicShape
 
@@ -543,6 +544,11 @@ def _read(
     exists = True if exists is None else exists
     s_start, s_end = logs.standby_log_start, logs.standby_log_end
     facts = [base_facts(g, s_start, s_end, exists, standby_count) for g in groups]
+    if offset_syncs is not None and not mirror_writes_headers and exists:
+        facts = yield from _with_offset_sync_window(
+            facts, standby_conf, tp, s_start, s_end, active=active, standby=standby, deadline=deadline,
+            refine_window=refine_window, stats=stats,
+        )
     if not (need_search and exists):
         return facts
     return (yield from _with_timestamp_search(
@@ -574,6 +580,32 @@ def _with_timestamp_search(
     return _with_timestamp_facts(
         facts, searched, found, reads, first=first, last=last, mirror_writes_headers=mirror_writes_headers
     )
+
+
+def _with_offset_sync_window(
+    facts: list[PartitionFacts], standby_conf: dict, tp: TopicPartition, s_start: int, s_end: int, *,
+    active: str, standby: str, deadline: float, refine_window: int, stats: ReadStats,
+):
+    """The standby read forward (with record identities) from the lowest point where a group's
+    offset-sync refinement starts, at most ``refine_window`` real records, one pass for every group
+    of the partition: each group's refinement uses the records from its own start on."""
+    starts = [s for s in (refinement_start(f) for f in facts) if s is not None]
+    start = max(min(starts), s_start) if starts else s_end
+    if start >= s_end:
+        return facts
+    reader = PartitionReader(
+        None, tp.topic, tp.partition, read_from=standby, peer=active, end=s_end, deadline=deadline, stats=stats,
+        identities=True, side="standby", conf=standby_conf,
+    )
+    records, upto = yield from reader.read_steps(start, stop=lambda offs: len(offs) >= refine_window)
+    records = [r for r in records if r.offset < upto]  # only what was read without a gap
+    complete = upto >= reader.end
+    return [
+        dataclasses.replace(f, offset_syncs=dataclasses.replace(
+            f.offset_syncs, forward_from=start, forward_records=tuple(records), forward_complete=complete))
+        if f.offset_syncs is not None else f
+        for f in facts
+    ]
 
 
 def _searched_records(facts: list[PartitionFacts]) -> dict[int, RecordFact]:

@@ -69,6 +69,7 @@ result never above :func:`offset_sync_proof`, which ``safe_standby_bound`` count
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,6 +188,13 @@ def offset_sync_proof(facts: PartitionFacts) -> OffsetSyncProof | tuple[Translat
                 f"confirmed pairs give t below {standby}'s log start {facts.standby_log_start}")
     best = max(usable, key=lambda p: p.downstream)
     return _refine(facts, syncs, best)
+
+
+def refinement_start(facts: PartitionFacts) -> int | None:
+    """Where the refinement of :func:`offset_sync_proof` starts for ``facts`` (``d + 1`` of the pair
+    it uses), None when the pairs prove nothing: where a reader reads the standby forward from."""
+    proof = offset_sync_proof(dataclasses.replace(facts, timestamp=None))
+    return None if isinstance(proof, tuple) else proof.pair.downstream + 1
 
 
 def _fields(facts: PartitionFacts) -> dict[str, Any]:

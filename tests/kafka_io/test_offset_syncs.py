@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 
 from bench.mm2.mirrormaker import MirrorMaker2
 from devstack.records import read_partition
@@ -103,8 +103,11 @@ def test_a_plain_mirror_maker_2s_own_pairs(kafka_pair, topic_name, tmp_path):
     with mirror:
         def copied_and_synced():
             read = read_offset_syncs(conf, "idc1", syncs_topic, timeout_s=10)
-            copied = all(len(read_partition(target, topic, p, timeout_s=10)) >= 20 for p in (0, 1)) \
-                if read.unreadable is None else False
+            try:
+                copied = read.unreadable is None and all(
+                    len(read_partition(target, topic, p, timeout_s=10)) >= 20 for p in (0, 1))
+            except KafkaException:  # MirrorMaker 2 has not created the topic on the target yet
+                copied = False
             return read if copied and all((topic, p) in read.pairs for p in (0, 1)) else None
 
         read = wait_for(copied_and_synced, timeout=180, what=f"MirrorMaker 2 copying {topic} and writing pairs")

@@ -16,7 +16,7 @@ task, which do not carry the pairs yet.
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from bench.mm2.mirrormaker import MirrorMaker2
 from devstack.records import read_partition
@@ -29,6 +29,7 @@ from offset_pipeline.sync.offset_sync_stamps import OffsetSyncStamps
 from offset_pipeline.translation import (
     Strategy,
     TopicShape,
+    TranslationStatus,
     check_no_loss,
     decision_log_line,
     offset_syncs_topic,
@@ -84,7 +85,10 @@ def test_the_sync_commits_behind_plain_mirror_maker_2(kafka_pair, topic_name, tm
     tp = (topic, 0)
     with mirror:
         def copied(n: int):
-            return len(read_partition(target, topic, 0, timeout_s=10)) >= n
+            try:
+                return len(read_partition(target, topic, 0, timeout_s=10)) >= n
+            except KafkaException:  # MirrorMaker 2 has not created the topic on the target yet
+                return False
 
         def pairs_read():
             read = read_offset_syncs(conf[ACTIVE], ACTIVE, syncs_topic, timeout_s=10)
@@ -115,6 +119,10 @@ def test_the_sync_commits_behind_plain_mirror_maker_2(kafka_pair, topic_name, tm
     assert result.strategy is Strategy.OFFSET_SYNC, decision_log_line(result)
     check_no_loss(facts, result)
     assert bound is not None and 0 < result.standby_offset <= bound, (bound, decision_log_line(result))
+    # the confirmed pair's d + 1, refined forward by record identity onto the copy of the group's next record
+    copy_of_next = next(r.offset for r in read_partition(target, topic, 0) if r.key == f"k{c}".encode())
+    assert (result.status, result.standby_offset) == (TranslationStatus.OFFSET_SYNC_EXACT, copy_of_next), \
+        decision_log_line(result)
 
     [plan] = plan_standby_commits(
         [result], StandbyGroupState(group, STANDBY, member_count=0), active_member_count=0,
