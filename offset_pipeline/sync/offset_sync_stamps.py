@@ -16,10 +16,15 @@ Invariants (tests/sync/test_offset_sync_stamps.py):
   ends read after the pair.
 * **Bounded.** A pair no longer in the topic (compacted away) is forgotten with its stamp: the
   memory holds at most the pairs of the last read.
+
+:func:`offset_syncs_column` and :func:`offset_syncs_from_column` carry a partition's stamped pairs in
+a work row (``spark_translation.WORK_SCHEMA``'s ``offset_syncs``: JSON text, NULL when none were
+read) to the task that reads the partition; a round trip gives the same facts.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from offset_pipeline.translation.facts import OffsetSyncFacts, SyncPair
@@ -62,3 +67,26 @@ class OffsetSyncStamps:
             for u, d in self._pairs.get((topic, partition), ())
         )
         return OffsetSyncFacts(pairs, unreadable=self._unreadable)
+
+
+def offset_syncs_column(facts: OffsetSyncFacts | None) -> str | None:
+    """``facts`` as a work row's ``offset_syncs`` text (None: no offset syncs for this partition).
+    The forward window is not carried: the task reads it."""
+    if facts is None:
+        return None
+    return json.dumps({
+        "pairs": [[p.upstream, p.downstream, p.active_end_after] for p in facts.pairs],
+        "unreadable": facts.unreadable, "remote_topic": facts.remote_topic,
+    }, separators=(",", ":"))
+
+
+def offset_syncs_from_column(text: str | None) -> OffsetSyncFacts | None:
+    """The facts of a work row's ``offset_syncs`` text; None for NULL or empty text. Text that is
+    not what :func:`offset_syncs_column` writes raises ValueError (a bug, not a Kafka fact)."""
+    if not text:
+        return None
+    data = json.loads(text)
+    if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):
+        raise ValueError(f"not an offset_syncs column: {text[:80]!r}")
+    pairs = tuple(SyncPair(int(u), int(d), None if e is None else int(e)) for u, d, e in data["pairs"])
+    return OffsetSyncFacts(pairs, unreadable=data.get("unreadable"), remote_topic=data.get("remote_topic"))

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from operator import itemgetter
 from typing import Any
 
+from offset_pipeline.sync.offset_sync_stamps import offset_syncs_from_column
 from offset_pipeline.translation import (
     Anchor,
     CaughtUpPoint,
@@ -47,7 +48,7 @@ WORK_SCHEMA = (
     "committed long, standby_committed long, "
     "active_log_start long, active_log_end long, standby_log_start long, standby_log_end long, "
     "anchor_active_offset long, anchor_standby_offset long, shape string, standby_timestamp_type string, "
-    "shape_source string, ff_active_offset long, ff_standby_offset long"
+    "shape_source string, ff_active_offset long, ff_standby_offset long, offset_syncs string"
 )
 
 #: Output columns: the ``offset_translations`` columns, plus the anchor to keep and the decision line.
@@ -193,10 +194,14 @@ def partition_reads(
         )
         for r in rows
     ]
+    options = {"shape": shape, "standby_timestamp_type": timestamp_type, "window": window,
+               "refine_window": refine_window, "timeout_s": timeout_s, "mirror_writes_headers": mirror_writes_headers}
+    # MirrorMaker 2's stamped pairs of the partition (every row of the key carries the same)
+    syncs = offset_syncs_from_column(first.get("offset_syncs"))
+    if syncs is not None:
+        options["offset_syncs"] = syncs
     return PartitionReads(
-        (active, standby, active_confs[active], active_confs[standby], topic, partition, logs, inputs),
-        {"shape": shape, "standby_timestamp_type": timestamp_type, "window": window, "refine_window": refine_window,
-             "timeout_s": timeout_s, "mirror_writes_headers": mirror_writes_headers},
+        (active, standby, active_confs[active], active_confs[standby], topic, partition, logs, inputs), options,
     )
 
 

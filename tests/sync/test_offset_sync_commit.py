@@ -9,8 +9,9 @@ the commit plan (sync/commit_rules.py) and the group commit (kafka_io/group_comm
 loss is counted on the two logs as DESIGN.md §2 defines it: every record of the standby below the
 committed offset must copy an active record below ``c`` (the keys are unique).
 
-Not exercised here: the Dagster assets, the snapshot's child processes, the work rows and the Spark
-task, which do not carry the pairs yet.
+The Spark task's own code (``spark_translation.translate_partition_rows``, plain Python) is run on a
+work row that carries the stamped pairs and gives the same result. Not exercised here: the Dagster
+assets, the snapshot's child processes and the work step, which do not read or carry the pairs yet.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from offset_pipeline.kafka_io.group_commits import commit_group_offsets
 from offset_pipeline.kafka_io.offset_syncs import read_offset_syncs
 from offset_pipeline.kafka_io.partition_records import GroupPartitionInput, PartitionLogs, read_translation_facts
 from offset_pipeline.sync.commit_rules import CommitDecision, StandbyGroupState, plan_standby_commits
-from offset_pipeline.sync.offset_sync_stamps import OffsetSyncStamps
+from offset_pipeline.sync.offset_sync_stamps import OffsetSyncStamps, offset_syncs_column
+from offset_pipeline.sync.spark_translation import translate_partition_rows
 from offset_pipeline.translation import (
     Strategy,
     TopicShape,
@@ -123,6 +125,20 @@ def test_the_sync_commits_behind_plain_mirror_maker_2(kafka_pair, topic_name, tm
     copy_of_next = next(r.offset for r in read_partition(target, topic, 0) if r.key == f"k{c}".encode())
     assert (result.status, result.standby_offset) == (TranslationStatus.OFFSET_SYNC_EXACT, copy_of_next), \
         decision_log_line(result)
+
+    # The Spark task's code path (plain Python): a work row carrying the stamped pairs gives the same
+    work_row = {
+        "group_id": group, "topic": topic, "partition": 0, "active": ACTIVE, "standby": STANDBY, "committed": c,
+        "standby_committed": None, "active_log_start": a_start, "active_log_end": a_end,
+        "standby_log_start": s_start, "standby_log_end": s_end, "anchor_active_offset": None,
+        "anchor_standby_offset": None, "shape": TopicShape.one_way(ACTIVE).value, "standby_timestamp_type": "CreateTime",
+        "shape_source": "configured", "ff_active_offset": None, "ff_standby_offset": None,
+        "offset_syncs": offset_syncs_column(stamps.facts(topic, 0)),
+    }
+    [row] = translate_partition_rows([work_row], conf, snapshot_id="s", cycle_time_ms=0, timeout_s=30,
+                                     mirror_writes_headers=False)
+    assert (row["strategy"], row["status"], row["standby_offset"], row["safe_bound"]) == (
+        "offset_sync", result.status.value, result.standby_offset, bound), row["decision"]
 
     [plan] = plan_standby_commits(
         [result], StandbyGroupState(group, STANDBY, member_count=0), active_member_count=0,

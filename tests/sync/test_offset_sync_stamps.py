@@ -6,8 +6,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offset_pipeline.sync.offset_sync_stamps import OffsetSyncStamps
-from offset_pipeline.translation import SyncPair
+import pytest
+
+from offset_pipeline.sync.offset_sync_stamps import OffsetSyncStamps, offset_syncs_column, offset_syncs_from_column
+from offset_pipeline.sync.spark_translation import partition_reads
+from offset_pipeline.translation import OffsetSyncFacts, SyncPair
 
 T = ("orders", 0)
 
@@ -54,3 +57,38 @@ def test_every_stamp_is_an_end_read_after_the_pair_was_first_seen_since(reads):
         first_end = {p: (e if e is not None else (end if with_end else None)) for p, e in first_end.items()}
         for pair in stamps.facts(*T).pairs:
             assert pair.active_end_after == first_end[(pair.upstream, pair.downstream)]
+
+
+_pairs = st.lists(st.builds(SyncPair, st.integers(0, 2**62), st.integers(0, 2**62),
+                            st.one_of(st.none(), st.integers(0, 2**62))), max_size=8)
+
+
+@given(_pairs, st.one_of(st.none(), st.text(max_size=20)), st.one_of(st.none(), st.text(max_size=20)))
+def test_the_work_row_column_round_trips(pairs, unreadable, remote_topic):
+    facts = OffsetSyncFacts(tuple(pairs), unreadable=unreadable, remote_topic=remote_topic)
+    assert offset_syncs_from_column(offset_syncs_column(facts)) == facts
+
+
+def test_no_column_no_facts_and_a_foreign_text_is_refused():
+    assert offset_syncs_column(None) is None
+    assert offset_syncs_from_column(None) is None and offset_syncs_from_column("") is None
+    with pytest.raises(ValueError):
+        offset_syncs_from_column('["not", "ours"]')
+
+
+def work_row(**extra):
+    return {"group_id": "g", "topic": "orders", "partition": 0, "active": "idc1", "standby": "idc2",
+            "committed": 5, "standby_committed": None, "active_log_start": 0, "active_log_end": 9,
+            "standby_log_start": 0, "standby_log_end": 9, "anchor_active_offset": None, "anchor_standby_offset": None,
+            "shape": "one_way:idc1", "standby_timestamp_type": "CreateTime", "shape_source": "configured",
+            "ff_active_offset": None, "ff_standby_offset": None, **extra}
+
+
+def test_the_task_hands_a_work_rows_pairs_to_the_partition_reads():
+    facts = OffsetSyncFacts((SyncPair(1, 1, 3),))
+    confs = {"idc1": {}, "idc2": {}}
+    reads = partition_reads([work_row(offset_syncs=offset_syncs_column(facts))], confs, snapshot_id="s",
+                            cycle_time_ms=0, mirror_writes_headers=False)
+    assert reads.kwargs["offset_syncs"] == facts
+    without = partition_reads([work_row()], confs, snapshot_id="s", cycle_time_ms=0)
+    assert "offset_syncs" not in without.kwargs
