@@ -31,12 +31,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from offset_pipeline.kafka_io.authorization import not_authorized_reason, refusal
+from offset_pipeline.sync.offset_sync_stamps import offset_syncs_column
 from offset_pipeline.translation import (
     DirectionHistory,
     Anchor,
     CaughtUpPoint,
     DirectionDecision,
     GroupSideFacts,
+    OffsetSyncFacts,
     TranslationResult,
     TranslationStatus,
     decide_direction,
@@ -72,13 +74,17 @@ def build_work(
     history: DirectionHistory = DirectionHistory(),
     detected_shapes: Mapping[str, str] | None = None,
     caught_up_points: Mapping[tuple[str, str, int, str, str], CaughtUpPoint] | None = None,
+    offset_syncs: Mapping[tuple[str, int, str, str], OffsetSyncFacts] | None = None,
 ) -> CycleWork:
     """``snapshot_rows``: tuples in :data:`SNAPSHOT_COLUMNS` order (one per cluster, group, partition).
     ``shapes``: configured shapes; ``detected_shapes``: shapes detected from origin headers, used for
     topics without a configured one (a configured shape always wins). ``caught_up_points``: the
-    newest fast-forward applied per (group, topic, partition, active, standby)."""
+    newest fast-forward applied per (group, topic, partition, active, standby). ``offset_syncs``:
+    MirrorMaker 2's stamped pairs per (topic, partition, active, standby) (``offset_sync_stamps``),
+    carried in the work rows of that direction (column ``offset_syncs``)."""
     detected_shapes = detected_shapes or {}
     caught_up_points = caught_up_points or {}
+    offset_syncs = offset_syncs or {}
     by_group: dict[str, dict] = {}
     for row in snapshot_rows:
         cluster, group_id, members, topic, partition, committed, present, log_start, log_end, ts_type = row[:10]
@@ -146,7 +152,7 @@ def build_work(
                 ))
                 continue
             work.append(_work_row(group_id, topic, partition, decision, side, shapes, detected_shapes, anchors,
-                                  caught_up_points))
+                                  caught_up_points, offset_syncs))
     return CycleWork(work, undecided, directions)
 
 
@@ -159,7 +165,7 @@ def _refused(group_id: str, topic: str | None, errors: Iterable[tuple[str, str]]
 
 
 def _work_row(group_id, topic, partition, decision, side, shapes, detected_shapes, anchors,
-              caught_up_points) -> dict[str, Any]:
+              caught_up_points, offset_syncs) -> dict[str, Any]:
     active, standby = decision.active, decision.standby
     a, s = side.get(active, {}), side.get(standby, {})
     anchor = anchors.get((group_id, topic, partition, active, standby))
@@ -180,4 +186,5 @@ def _work_row(group_id, topic, partition, decision, side, shapes, detected_shape
         "standby_timestamp_type": logged(s, "timestamp_type"),
         "ff_active_offset": point.active_offset if point else None,
         "ff_standby_offset": point.standby_offset if point else None,
+        "offset_syncs": offset_syncs_column(offset_syncs.get((topic, partition, active, standby))),
     }

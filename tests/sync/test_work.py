@@ -17,7 +17,8 @@ from offset_pipeline.storage.history import direction_history, previous_snapshot
 from offset_pipeline.storage.snapshots import SnapshotRow
 from offset_pipeline.sync.work import build_work
 from offset_pipeline.translation.direction import DirectionHistory
-from offset_pipeline.translation import Anchor, CaughtUpPoint, TranslationStatus
+from offset_pipeline.sync.offset_sync_stamps import offset_syncs_from_column
+from offset_pipeline.translation import Anchor, CaughtUpPoint, OffsetSyncFacts, SyncPair, TranslationStatus
 
 CLUSTERS = ("idc1", "idc2")
 G = 'g "q" ü'
@@ -87,10 +88,21 @@ def test_work_rows_carry_both_sides_the_kept_anchor_and_point_and_the_shape():
         "standby_committed": 4, "active_log_start": 0, "active_log_end": 20, "standby_log_start": 0,
         "standby_log_end": 20, "anchor_active_offset": 9, "anchor_standby_offset": 3, "shape": "two_way",
         "standby_timestamp_type": "CreateTime", "shape_source": "configured",
-        "ff_active_offset": 10, "ff_standby_offset": 20,
+        "ff_active_offset": 10, "ff_standby_offset": 20, "offset_syncs": None,
     }
     assert by_partition[1]["standby_committed"] is None and by_partition[1]["anchor_active_offset"] is None
     assert (by_partition[1]["ff_active_offset"], by_partition[1]["ff_standby_offset"]) == (None, None)
+
+
+def test_work_rows_carry_the_offset_syncs_of_their_direction():
+    snapshot = rows(members=(1, 0), committed=({("t", 0): 10, ("t", 1): 3}, {("t", 0): 4}))
+    syncs = OffsetSyncFacts((SyncPair(5, 4, 8),))
+    work = build_work(snapshot, {"t": "one_way:idc1"}, {}, CLUSTERS, offset_syncs={
+        ("t", 0, "idc1", "idc2"): syncs, ("t", 1, "idc2", "idc1"): OffsetSyncFacts(unreadable="other direction"),
+    }).work
+    by_partition = {w["partition"]: w for w in work}
+    assert offset_syncs_from_column(by_partition[0]["offset_syncs"]) == syncs
+    assert by_partition[1]["offset_syncs"] is None
 
 
 def test_a_configured_shape_wins_over_a_detected_one():
