@@ -9,7 +9,7 @@ from devstack.cli import stop_on_signals
 from devstack.errors import DevStackError
 from devstack.jars import fetch_jars
 from devstack.paths import jars_dir
-from devstack.stack import SPARK_CHOICES, DevStack, StackSettings, plan_topic_shapes
+from devstack.stack import MIRROR_CHOICES, SPARK_CHOICES, DevStack, StackSettings, plan_topic_shapes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
                                   "master and two workers whose executors lack offset_pipeline, or none")
         command.add_argument("--no-spark-connect", dest="spark", action="store_const", const="none",
                              help="the same as --spark none")
+        command.add_argument("--mirror", choices=MIRROR_CHOICES,
+                             help="the data mirror: python (devstack/mirror.py, the default) or mm2 (MirrorMaker 2 "
+                                  "with the project's origin-header transform; plain clusters only); as "
+                                  "OFFSET_PIPELINE_DEVSTACK_MIRROR; the other one is stopped")
         command.add_argument("--secure", action="store_true",
                              help="secure clusters: SASL_SSL, SCRAM-SHA-512, ACLs (as OFFSET_PIPELINE_DEVSTACK_SECURE=1); "
                                   "the sync logs in as 'sync' with the settings `sync-env` prints")
@@ -67,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             settings.base_dir, settings.seed, settings.rate_scale,
             traffic=not args.no_traffic, consumers=not args.no_consumers, spark=args.spark,
             postgres=settings.postgres, secure=settings.secure or args.secure,
+            mirror=args.mirror or settings.mirror,
         )
     stack = DevStack(settings)
     try:

@@ -84,7 +84,7 @@ from devstack.connect_transform import TRANSFORM_CLASS, transform_jar
 from devstack.errors import DevStackError
 from devstack.jars import fetch_jars
 from devstack.mirror import MirrorEndpoint
-from devstack.paths import stack_dir
+from devstack.paths import REPO_ROOT
 from devstack.processes import log_file_tail
 from offset_pipeline.translation.headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER
 
@@ -96,6 +96,8 @@ PROBE_TOPIC = "offset-pipeline.mirror-probe"
 #: matches): everything but the brokers' own (``_``, ``__``) and the project's (``offset-pipeline.``).
 #: MirrorMaker 2 excludes its own internal topics besides (``topics.exclude``).
 DEFAULT_TOPICS = r"(?!_)(?!offset-pipeline\.).*"
+#: The internal REST port of the local stack's MirrorMaker 2 (``OFFSET_PIPELINE_MM2_REST_PORT``).
+DEFAULT_REST_PORT = 18083
 LOG_MAX_SIZE = "20MB"
 LOG_BACKUPS = 3
 STOP_GRACE_S = 30.0
@@ -103,9 +105,15 @@ _PR_SET_PDEATHSIG = 1
 
 
 def mm2_jars() -> Path:
-    """MirrorMaker 2's classpath (fetched once, then cached): ``OFFSET_PIPELINE_MM2_JARS_DIR`` or
-    ``.devstack/mm2-jars``."""
-    return fetch_jars(Path(os.environ.get("OFFSET_PIPELINE_MM2_JARS_DIR") or stack_dir() / "mm2-jars"), POM)
+    """MirrorMaker 2's classpath (fetched once, then cached): ``OFFSET_PIPELINE_MM2_JARS_DIR`` or the
+    repository's ``.devstack/mm2-jars``, shared by every stack as the broker jars are."""
+    default = REPO_ROOT / ".devstack" / "mm2-jars"
+    return fetch_jars(Path(os.environ.get("OFFSET_PIPELINE_MM2_JARS_DIR") or default).resolve(), POM)
+
+
+def mm2_rest_port() -> int:
+    """The local stack's MirrorMaker 2 REST port: ``OFFSET_PIPELINE_MM2_REST_PORT``, default 18083."""
+    return int(os.environ.get("OFFSET_PIPELINE_MM2_REST_PORT") or DEFAULT_REST_PORT)
 
 
 def _log4j2(log_path: Path) -> str:

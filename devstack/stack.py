@@ -10,6 +10,15 @@ the workload's topics and groups; ``sync-env`` prints the product's settings for
 ``sync`` (``bin/up`` exports them for Dagster). The data folder remembers: a stack made secure stays
 secure for ``status``, ``down`` and ``up`` until ``clean``.
 
+The data mirror (``OFFSET_PIPELINE_DEVSTACK_MIRROR``, ``up --mirror``): ``python``, the Python mirror
+of ``devstack/mirror.py`` (one process per direction, the default), or ``mm2``, Apache Kafka's
+MirrorMaker 2 with the project's origin-header transform (``devstack/mirrormaker2.py``, both ways in
+one process, part ``mirrormaker2``; plain clusters only). ``up`` with one stops the other first (two
+mirrors would copy every record twice); ``down`` and ``status`` cover both. The Python mirror stays
+the default because the fast-forward's mirror positions (``OFFSET_PIPELINE_MIRROR_POSITIONS``) are
+consumer groups only it commits: MirrorMaker 2 keeps its positions in its Connect offsets topic, so
+under it the stale-partition fast-forward says ``mirror_position_unknown``.
+
 ``DevStack.up()`` is what the README's main command runs before it starts the Dagster UI.
 Everything lives under :func:`~devstack.paths.stack_dir`.
 """
@@ -51,6 +60,9 @@ from devstack.spark_standalone import SparkStandalone
 
 #: What ``up --spark`` can start for the sync runs: nothing, the Spark Connect server, or a standalone cluster.
 SPARK_CHOICES = ("connect", "standalone", "none")
+#: The data mirror ``up`` starts (see the module docstring).
+MIRROR_CHOICES = ("python", "mm2")
+MIRROR_ENV = "OFFSET_PIPELINE_DEVSTACK_MIRROR"
 
 
 # How long ``down`` lets each part stop after SIGTERM (a clean stop takes a few seconds, even on a
@@ -70,10 +82,13 @@ class StackSettings:
     postgres: bool = False
     # secure clusters (OFFSET_PIPELINE_DEVSTACK_SECURE=1, or a data folder made secure before)
     secure: bool = False
+    mirror: str = "python"  # one of MIRROR_CHOICES
 
     def __post_init__(self) -> None:
         if self.spark not in SPARK_CHOICES:
             raise ValueError(f"spark: {self.spark!r} is not one of {', '.join(SPARK_CHOICES)}")
+        if self.mirror not in MIRROR_CHOICES:
+            raise DevStackError(f"mirror ({MIRROR_ENV}, --mirror): {self.mirror!r} is not one of {', '.join(MIRROR_CHOICES)}")
 
     @classmethod
     def from_env(cls) -> StackSettings:
@@ -83,6 +98,7 @@ class StackSettings:
             rate_scale=float(os.environ.get("OFFSET_PIPELINE_RATE_SCALE", "1.0")),
             postgres=dagster_storage() == "postgres",
             secure=stack_security(stack_dir()),
+            mirror=(os.environ.get(MIRROR_ENV) or "python").strip().lower(),
         )
 
 
@@ -235,10 +251,19 @@ class DevStack:
         return tuple(arg for c in self.clusters if c.spec.name in self.access
                      for arg in ("--login", f"{c.spec.name}={access_file(c.spec.data_dir)}"))
 
-    def processes(self) -> list[ManagedProcess]:
-        """In start order; stopped in reverse."""
+    def mirror_parts(self, kind: str) -> list[ManagedProcess]:
+        """The processes of one kind of data mirror (``MIRROR_CHOICES``)."""
         names = list(self.bootstraps)
-        procs = [
+        if kind == "mm2":
+            from devstack.mirrormaker2 import mm2_rest_port
+
+            clusters = tuple(arg for name in names for arg in ("--cluster", f"{name}={self.bootstraps[name]}"))
+            return [ManagedProcess(
+                "mirrormaker2", "devstack.mirrormaker2",
+                (*clusters, "--work-dir", str(self.run_dir / "mirrormaker2"), "--rest-port", str(mm2_rest_port())),
+                self.run_dir,
+            )]
+        return [
             ManagedProcess(
                 f"mirror-{src}-to-{dst}",
                 "devstack.mirror",
@@ -250,6 +275,16 @@ class DevStack:
             for dst in names
             if src != dst
         ]
+
+    def other_mirror_parts(self) -> list[ManagedProcess]:
+        """The parts of the mirror kinds not chosen that left a pid file (running, or dead): ``up``
+        stops them before starting the chosen one, ``down`` stops them, ``status`` shows them."""
+        return [proc for kind in MIRROR_CHOICES if kind != self.settings.mirror
+                for proc in self.mirror_parts(kind) if proc.pid_path.exists()]
+
+    def processes(self) -> list[ManagedProcess]:
+        """In start order; stopped in reverse."""
+        procs = self.mirror_parts(self.settings.mirror)
         if self.settings.traffic:
             procs.append(
                 ManagedProcess(
@@ -276,6 +311,14 @@ class DevStack:
         """Start every part that does not run: a first start, or a restart of exactly the parts
         that died (a broker, a mirror, ...); living parts are left alone."""
         echo(f"Kafka jars: {fetch_jars(jars_dir())}")
+        if self.settings.mirror == "mm2":
+            if self.settings.secure:
+                raise DevStackError("--mirror mm2 runs on plain clusters only (MirrorMaker 2 here does not log in); "
+                                    "a secure stack uses --mirror python")
+            from devstack.connect_transform import transform_jar
+            from devstack.mirrormaker2 import mm2_jars
+
+            echo(f"MirrorMaker 2 jars: {mm2_jars()}  transform: {transform_jar()}")
         self._check_security()
         if self.settings.secure and not self.access:
             self._secure_clusters()  # a first secure start: certificates and passwords made now
@@ -298,6 +341,9 @@ class DevStack:
             echo(f"secure clusters (SASL_SSL, {SCRAM_MECHANISM}, ACLs): mirror, traffic and consumers log in as "
                  f"{ADMIN_USER!r}, the sync as {SYNC_USER!r} (`python -m devstack sync-env`; bin/up exports it)")
             self.grant_sync_rights(echo)
+        for proc in self.other_mirror_parts():  # one mirror at a time: two would copy every record twice
+            if proc.stop(timeout=DOWN_GRACE_S):
+                echo(f"stopped {proc.name} (the {self.settings.mirror} mirror replaces it)")
         for proc in self.processes():
             before = proc.state()
             echo(f"{proc.name:22} pid {proc.start()}  {_how_started(*before)}  log {proc.log_path}")
@@ -375,7 +421,7 @@ class DevStack:
         clients = [(self.spark_connect.name, self.spark_connect.process().stop)]
         # workers before their master, each in the first wave (whatever ``up`` started: down stops it all)
         clients += [(part.name, part.stop) for part in reversed(self.spark_standalone.parts())]
-        clients += [(proc.name, proc.stop) for proc in reversed(self.processes())]
+        clients += [(proc.name, proc.stop) for proc in [*reversed(self.processes()), *self.other_mirror_parts()]]
         brokers = [(f"cluster {cluster.spec.name}", cluster.stop) for cluster in reversed(self.clusters)]
         if not leave_postgres:
             brokers.append((self.postgres.name, self.postgres.stop))
@@ -391,7 +437,7 @@ class DevStack:
         if self.settings.secure:
             lines.append(f"{'security':22} SASL_SSL {SCRAM_MECHANISM}, ACLs; logins and CA in "
                          f"{', '.join(str(access_file(c.spec.data_dir)) for c in self.clusters)} (0600)")
-        for proc in self.processes():
+        for proc in [*self.other_mirror_parts(), *self.processes()]:
             lines.append(f"{proc.name:22} {_state_text(*proc.state()):16} log {proc.log_path}")
         spark = self.spark_connect
         state, pid = spark.process().state()

@@ -3,7 +3,7 @@ and the Spark Connect server up; records flow both ways with origin headers; `up
 exactly the parts that died; `status` and `down` tell the truth.
 
 One stack for the module (a whole stack start is the slow part), in the order a person meets it:
-up, crashes and restarts, down."""
+up, crashes and restarts, the other mirror (MirrorMaker 2) and back, down."""
 
 from __future__ import annotations
 
@@ -19,8 +19,10 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.liveness import pid_alive
 from devstack.mirror import ORIGIN_CLUSTER_HEADER
+from devstack.mirrormaker2 import PROBE_TOPIC
 from devstack.records import read_partition
-from tests.conftest import devstack_env, stopped_by_sigterm, wait_for
+from offset_pipeline.translation.headers import CopiedFrom, parse_origin
+from tests.conftest import devstack_env, free_port, stopped_by_sigterm, wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -137,6 +139,38 @@ def test_up_restarts_exactly_the_dead_parts_and_watch_keeps_restarting_them(stac
     text = watch_log.read_text()
     assert "traffic is not running: restarting it" in text and "mirror" not in text.split("watching the stack", 1)[1]
     assert "=== exited with signal 9 at " in (base / "run" / "traffic.log").read_text()
+
+
+def test_up_mirror_mm2_replaces_the_python_mirrors_with_mirrormaker2(stack_env):
+    """``up --mirror mm2``: the Python mirrors stop, one MirrorMaker 2 copies both ways with the origin
+    headers (its own readiness probe, checked here with the sync's header parser); ``up`` without
+    it goes back (the next test starts from there)."""
+    assert devstack(stack_env, "up").returncode == 0  # the Python mirrors run (also when this test runs alone)
+    env = {**stack_env, "OFFSET_PIPELINE_MM2_REST_PORT": str(free_port())}
+    up = devstack(env, "up", "--mirror", "mm2", timeout=240)
+    assert up.returncode == 0, up.stdout + up.stderr
+    for name in ("mirror-idc1-to-idc2", "mirror-idc2-to-idc1"):
+        assert f"stopped {name} (the mm2 mirror replaces it)" in up.stdout, up.stdout
+    status = devstack(env, "status").stdout
+    assert "running pid" in line_of(status, "mirrormaker2"), status
+    assert "stopped" in line_of(status, "mirror-idc1-to-idc2"), status
+    base = Path(stack_env["OFFSET_PIPELINE_DEVSTACK_DIR"])
+    log = base / "run" / "mirrormaker2.log"
+    wait_for(lambda: "MirrorMaker 2 copies both ways" in log.read_text() or "error:" in log.read_text(),
+             timeout=180, what="MirrorMaker 2 to copy both ways")
+    assert "MirrorMaker 2 copies both ways" in log.read_text(), log.read_text()[-3000:]
+    bootstrap = {n: f"127.0.0.1:{stack_env[f'OFFSET_PIPELINE_{n.upper()}_PORT']}" for n in ("idc1", "idc2")}
+    for name, other in (("idc1", "idc2"), ("idc2", "idc1")):
+        probes = [parse_origin(list(r.headers), read_from=name, peer=other)
+                  for r in read_partition(bootstrap[name], PROBE_TOPIC, 0)]
+        assert any(isinstance(o, CopiedFrom) and o.cluster == other for o in probes), probes
+
+    back = devstack(stack_env, "up")
+    assert back.returncode == 0, back.stdout + back.stderr
+    assert "stopped mirrormaker2 (the python mirror replaces it)" in back.stdout, back.stdout
+    status = devstack(stack_env, "status").stdout
+    assert "mirrormaker2" not in status, status  # stopped on purpose: no pid file, nothing to show
+    assert "running pid" in line_of(status, "mirror-idc1-to-idc2"), status
 
 
 def test_down_stops_every_part_and_status_says_so(stack_env):
