@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from offset_pipeline.kafka_io.authorization import refusal
+from offset_pipeline.translation import TranslationStatus
 
 
 class NotReady(str, Enum):
@@ -68,9 +69,12 @@ _UNTRANSLATED_REASONS = {
     "split_brain": NotReady.SPLIT_BRAIN, "direction_undetermined": NotReady.DIRECTION_UNDETERMINED,
     "not_yet_mirrored": NotReady.MIRROR_LAG, "copy_missing_on_standby": NotReady.MIRROR_LAG,
     "no_anchor": NotReady.NO_ANCHOR,
+    # MirrorMaker 2's pairs: none at or below c yet, or none confirmed yet (both clear as the group moves on)
+    "no_offset_sync": NotReady.NO_ANCHOR, "offset_sync_unconfirmed": NotReady.NO_ANCHOR,
 }
-_EXACT = {"header_exact", "timestamp_exact", "caught_up"}
-_TRANSLATED = _EXACT | {"header_anchor", "kept_anchor", "timestamp_search"}
+# The translation's own sets (translation/result.py): a status added there counts here without an edit.
+_EXACT = frozenset(s.value for s in TranslationStatus if s.exact)
+_TRANSLATED = frozenset(s.value for s in TranslationStatus if s.translated)
 
 
 @dataclass(frozen=True)

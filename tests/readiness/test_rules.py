@@ -33,6 +33,11 @@ READY = PartitionFacts(
     ("direction undetermined", {"status": "direction_undetermined"}, NotReady.DIRECTION_UNDETERMINED),
     ("mirror lag", {"status": "not_yet_mirrored"}, NotReady.MIRROR_LAG),
     ("no anchor yet", {"status": "no_anchor"}, NotReady.NO_ANCHOR),
+    ("offset sync exact", {"status": "offset_sync_exact"}, None),
+    ("offset sync anchor", {"status": "offset_sync_anchor"}, None),
+    ("no offset sync yet", {"status": "no_offset_sync"}, NotReady.NO_ANCHOR),
+    ("offset sync unconfirmed", {"status": "offset_sync_unconfirmed"}, NotReady.NO_ANCHOR),
+    ("offset syncs unreadable", {"status": "offset_syncs_unreadable"}, NotReady.NOT_TRANSLATED),
     ("another untranslated status", {"status": "committed_below_log_start"}, NotReady.NOT_TRANSLATED),
     ("an unknown status", {"status": "from_a_newer_version"}, NotReady.NOT_TRANSLATED),
     ("the group runs on the standby", {"commit_decision": "refused_members", "commit_synced": False},
@@ -57,6 +62,18 @@ def test_costs_exact_moved_anchor_and_unknown():
     assert (anchor.expected_duplicates, anchor.duplicates_at_most) == (None, 9)  # records 91..99 at most
     search = partition_readiness(replace(READY, status="timestamp_search"), NOW, 300)
     assert search.ready and (search.expected_duplicates, search.duplicates_at_most) == (None, None)
+    by_pair = partition_readiness(replace(READY, status="offset_sync_exact"), NOW, 300)
+    assert by_pair.ready and by_pair.expected_duplicates == 0  # refined onto the copy of the next record
+    pair_only = partition_readiness(replace(READY, status="offset_sync_anchor"), NOW, 300)
+    assert pair_only.ready and pair_only.expected_duplicates is None
+
+
+def test_the_readiness_sets_are_the_translations():
+    from offset_pipeline.translation import TranslationStatus
+    for status in TranslationStatus:
+        verdict = partition_readiness(replace(READY, status=status.value), NOW, 300)
+        assert verdict.ready == status.translated, status
+        assert (verdict.expected_duplicates == 0) == status.exact, status
 
 
 @pytest.mark.parametrize("name, change, figures", [
