@@ -304,14 +304,31 @@ def _flag(env: Mapping[str, str] | None, name: str, default: bool = False) -> bo
     raise SettingsError(f"{name}={text!r}: expected one of {', '.join(_TRUE + _FALSE)}")
 
 
+MIRROR_POSITION_GROUP_KIND = "group"
+MIRROR_POSITION_OFFSETS_KIND = "connect-offsets"
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
 def mirror_position_groups(env: Mapping[str, str] | None = None) -> list[dict[str, str]]:
     """Where each mirror keeps its source positions (``resources/mirrors.py``).
 
-    ``OFFSET_PIPELINE_MIRROR_POSITIONS="us-east->dc-a=dc-a:my-mirror-group,dc-a->us-east=us-east:other"``:
-    per direction, the cluster holding the positions and the group id (everything after the first
-    ``:``). Every cluster named is one of :func:`cluster_names`, and a direction goes from one to the
-    other. Unset: the devstack mirror's groups (``offset-pipeline-mirror.<source>-to-<target>``), on
-    each target cluster. A malformed entry fails at load time with the entry named.
+    ``OFFSET_PIPELINE_MIRROR_POSITIONS``: comma-separated entries, one per direction, each
+    ``SOURCE->TARGET=CLUSTER:WHERE``, the cluster holding the positions and where on it:
+
+    * ``CLUSTER:GROUP_ID`` or ``CLUSTER:group:GROUP_ID`` -- the committed offsets of a consumer group
+      (a mirror that keeps its positions as a group, such as the devstack's Python mirror). The group
+      id is everything after the first ``:`` (after ``group:`` when given: the way to name a group
+      whose id itself begins with ``group:`` or ``connect-offsets:``);
+    * ``CLUSTER:connect-offsets:TOPIC`` -- MirrorMaker 2's source offsets in a Kafka Connect offsets
+      topic (dedicated mode: ``mm2-offsets.<SOURCE>.internal`` on the target cluster; a Connect
+      cluster: its workers' ``offset.storage.topic``), the flow's being those whose source alias is
+      SOURCE. TOPIC must be a legal Kafka topic name (letters, digits, ``.``, ``_``, ``-``; at most 249).
+
+    ``"us-east->dc-a=dc-a:connect-offsets:mm2-offsets.us-east.internal,dc-a->us-east=us-east:my-group"``.
+    Every cluster named is one of :func:`cluster_names`, and a direction goes from one to the other.
+    Unset: the devstack mirror's groups (``offset-pipeline-mirror.<source>-to-<target>``), on each
+    target cluster. A malformed entry fails at load time with the entry named. An entry is a dict
+    with ``source``, ``target``, ``stored_on`` and either ``group_id`` or ``offsets_topic``.
     """
     env = os.environ if env is None else env
     names = cluster_names(env)
@@ -322,20 +339,34 @@ def mirror_position_groups(env: Mapping[str, str] | None = None) -> list[dict[st
             for s in names for t in names if s != t
         ]
     groups = []
+    seen: set[tuple[str, str]] = set()
     for entry in text.split(","):
         if not entry.strip():
             continue
         direction, sep, where = entry.strip().partition("=")
         source, arrow, target = direction.partition("->")
-        stored_on, colon, group_id = where.partition(":")
-        if not (sep and arrow and colon and source.strip() and target.strip() and stored_on.strip() and group_id):
-            raise SettingsError(
-                f"OFFSET_PIPELINE_MIRROR_POSITIONS entry {entry!r}: expected SOURCE->TARGET=CLUSTER:GROUP_ID"
-            )
+        stored_on, colon, location = where.partition(":")
         named = f"OFFSET_PIPELINE_MIRROR_POSITIONS entry {entry!r}"
+        if not (sep and arrow and colon and source.strip() and target.strip() and stored_on.strip() and location):
+            raise SettingsError(
+                f"{named}: expected SOURCE->TARGET=CLUSTER:GROUP_ID or SOURCE->TARGET=CLUSTER:connect-offsets:TOPIC"
+            )
         source, target, stored_on = (checked_cluster_name(names, n.strip(), named) for n in (source, target, stored_on))
         if source == target:
             raise SettingsError(f"{named}: a mirror copies from one cluster to the other, not to {source!r} itself")
+        if (source, target) in seen:
+            raise SettingsError(f"{named}: {source}->{target} is given twice")
+        seen.add((source, target))
+        kind, kind_sep, rest = location.partition(":")
+        if kind_sep and kind == MIRROR_POSITION_OFFSETS_KIND:
+            topic = rest.strip()
+            if not _TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
+                raise SettingsError(f"{named}: {topic!r} is not a Kafka topic name (connect-offsets:TOPIC)")
+            groups.append({"source": source, "target": target, "stored_on": stored_on, "offsets_topic": topic})
+            continue
+        group_id = rest if kind_sep and kind == MIRROR_POSITION_GROUP_KIND else location
+        if not group_id:
+            raise SettingsError(f"{named}: the group id is empty (group:GROUP_ID)")
         groups.append({"source": source, "target": target, "stored_on": stored_on, "group_id": group_id})
     return groups
 
@@ -494,3 +525,89 @@ def clickhouse_spool_max_mb(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_CLICKHOUSE_SPOOL_MAX_MB`` (default 512): past it the oldest waiting inserts
     are dropped, and counted."""
     return positive_number(env, "OFFSET_PIPELINE_CLICKHOUSE_SPOOL_MAX_MB", 512.0, unit="megabytes")
+
+
+OFFSET_SYNCS_VARIABLE = "OFFSET_PIPELINE_OFFSET_SYNCS"
+OFFSET_SYNCS_OFF = "off"
+
+
+@dataclass(frozen=True)
+class OffsetSyncsTopic:
+    """Where MirrorMaker 2 keeps the offset syncs of the flow ``source -> target``: topic ``topic``
+    on cluster ``stored_on``. Its pairs serve the groups active on ``source`` (standby ``target``)."""
+
+    source: str
+    target: str
+    stored_on: str
+    topic: str
+
+
+def _mm2_offset_syncs_topic(source: str, target: str, location: str) -> OffsetSyncsTopic:
+    # MirrorMaker 2's own naming (its offset-syncs.topic.location): on the source the topic is named
+    # after the target alias, on the target after the source alias. The aliases are the cluster names.
+    if location == "target":
+        return OffsetSyncsTopic(source, target, target, f"mm2-offset-syncs.{source}.internal")
+    return OffsetSyncsTopic(source, target, source, f"mm2-offset-syncs.{target}.internal")
+
+
+def offset_syncs_topics(env: Mapping[str, str] | None = None) -> list[OffsetSyncsTopic]:
+    """The offset-syncs topic the sync reads for each direction (``sync/offset_sync_step.py``), one
+    read per cycle and topic; its pairs translate one-way topics mirrored without origin headers.
+
+    ``OFFSET_PIPELINE_OFFSET_SYNCS``: ``off`` (none read), or comma-separated entries, one per
+    direction, ``SOURCE->TARGET=WHERE``:
+
+    * ``source`` -- MirrorMaker 2's default: ``mm2-offset-syncs.<TARGET>.internal`` on SOURCE;
+    * ``target`` -- a flow run with ``offset-syncs.topic.location=target``:
+      ``mm2-offset-syncs.<SOURCE>.internal`` on TARGET;
+    * ``CLUSTER:TOPIC`` -- any other name (MirrorMaker 2's aliases differ from the cluster names, a
+      Connect cluster's connector), on CLUSTER;
+    * ``off`` -- this direction has no offset syncs.
+
+    A direction not listed gets the default. Unset: the default for both directions when
+    ``OFFSET_PIPELINE_MIRROR_WRITES_HEADERS`` is off (a mirror without origin headers, MirrorMaker
+    2), none otherwise (the origin headers prove more, and the pairs are not used with them).
+    Every cluster named is one of :func:`cluster_names`; a malformed entry fails at load time with
+    the entry named."""
+    env = os.environ if env is None else env
+    names = cluster_names(env)
+    text = (_get(env, OFFSET_SYNCS_VARIABLE) or "").strip()
+    directions = [(s, t) for s in names for t in names if s != t]
+    if not text:
+        return [] if mirror_writes_headers(env) else [_mm2_offset_syncs_topic(s, t, "source") for s, t in directions]
+    if text.lower() == OFFSET_SYNCS_OFF:
+        return []
+    chosen: dict[tuple[str, str], OffsetSyncsTopic | None] = {}
+    for entry in text.split(","):
+        if not entry.strip():
+            continue
+        direction, sep, where = entry.strip().partition("=")
+        source, arrow, target = direction.partition("->")
+        named = f"{OFFSET_SYNCS_VARIABLE} entry {entry!r}"
+        where = where.strip()
+        if not (sep and arrow and source.strip() and target.strip() and where):
+            raise SettingsError(f"{named}: expected SOURCE->TARGET=source, =target, =CLUSTER:TOPIC or =off")
+        source, target = (checked_cluster_name(names, n.strip(), named) for n in (source, target))
+        if source == target:
+            raise SettingsError(f"{named}: a mirror copies from one cluster to the other, not to {source!r} itself")
+        if (source, target) in chosen:
+            raise SettingsError(f"{named}: {source}->{target} is given twice")
+        if where.lower() == OFFSET_SYNCS_OFF:
+            chosen[(source, target)] = None
+        elif where.lower() in ("source", "target"):
+            chosen[(source, target)] = _mm2_offset_syncs_topic(source, target, where.lower())
+        else:
+            stored_on, colon, topic = where.partition(":")
+            if not colon:
+                raise SettingsError(f"{named}: expected source, target, CLUSTER:TOPIC or off after '='")
+            stored_on, topic = checked_cluster_name(names, stored_on.strip(), named), topic.strip()
+            if not _TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
+                raise SettingsError(f"{named}: {topic!r} is not a Kafka topic name")
+            chosen[(source, target)] = OffsetSyncsTopic(source, target, stored_on, topic)
+    out = []
+    for source, target in directions:
+        if (source, target) not in chosen:
+            out.append(_mm2_offset_syncs_topic(source, target, "source"))
+        elif chosen[(source, target)] is not None:
+            out.append(chosen[(source, target)])
+    return out

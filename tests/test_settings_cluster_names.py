@@ -184,6 +184,12 @@ def test_resources_sit_in_fixed_slots_and_carry_the_configured_names():
     [
         ("us-east->dc-a=dc-a:mm2", [{"source": "us-east", "target": "dc-a", "stored_on": "dc-a", "group_id": "mm2"}]),
         (" dc-a -> us-east = dc-a :g:1", [{"source": "dc-a", "target": "us-east", "stored_on": "dc-a", "group_id": "g:1"}]),
+        ("us-east->dc-a=dc-a:group:connect-offsets:x",  # the explicit form names any group id
+         [{"source": "us-east", "target": "dc-a", "stored_on": "dc-a", "group_id": "connect-offsets:x"}]),
+        ("us-east->dc-a=dc-a:group:g", [{"source": "us-east", "target": "dc-a", "stored_on": "dc-a", "group_id": "g"}]),
+        ("us-east->dc-a=dc-a:connect-offsets:mm2-offsets.us-east.internal, dc-a->us-east=us-east:connect-offsets: o_1-x ",
+         [{"source": "us-east", "target": "dc-a", "stored_on": "dc-a", "offsets_topic": "mm2-offsets.us-east.internal"},
+          {"source": "dc-a", "target": "us-east", "stored_on": "us-east", "offsets_topic": "o_1-x"}]),
     ],
 )
 def test_mirror_positions_under_configured_names(value, expected):
@@ -197,6 +203,13 @@ def test_mirror_positions_under_configured_names(value, expected):
         ("us-east->idc2=idc2:g", "'idc2' is not a configured cluster"),
         ("us-east->dc-a=fra:g", "'fra' is not a configured cluster"),
         ("us-east->us-east=dc-a:g", "not to 'us-east' itself"),
+        ("us-east->dc-a=dc-a:connect-offsets:", "'' is not a Kafka topic name"),
+        ("us-east->dc-a=dc-a:connect-offsets:a:b", "'a:b' is not a Kafka topic name"),
+        ("us-east->dc-a=dc-a:connect-offsets:..", "'..' is not a Kafka topic name"),
+        ("us-east->dc-a=dc-a:connect-offsets:" + "x" * 250, "is not a Kafka topic name"),
+        ("us-east->dc-a=dc-a:group:", "the group id is empty"),
+        ("us-east->dc-a=dc-a", "expected SOURCE->TARGET=CLUSTER:GROUP_ID or SOURCE->TARGET=CLUSTER:connect-offsets:TOPIC"),
+        ("us-east->dc-a=dc-a:g,us-east->dc-a=dc-a:connect-offsets:t", "us-east->dc-a is given twice"),
     ],
 )
 def test_mirror_positions_naming_no_configured_cluster_fail_named(value, message):
@@ -333,3 +346,11 @@ def test_no_dashboard_names_a_cluster_literally():
         assert not any(name in text.lower() for name in DEFAULT_CLUSTER_NAMES), text[:200]
     (cluster_sql,) = [sql for name, _, sql in dashboards.VARIABLES if name == "cluster"]
     assert cluster_sql.startswith("SELECT DISTINCT active FROM ")
+
+
+def test_an_offsets_topic_reaches_the_mirrors_resource():
+    env = {**NAMED, "OFFSET_PIPELINE_MIRROR_POSITIONS":
+           "us-east->dc-a=dc-a:connect-offsets:mm2-offsets.us-east.internal,dc-a->us-east=us-east:g"}
+    groups = build_resources(read_settings(env))["mirrors"].position_groups
+    assert [(g.source, g.target, g.stored_on, g.group_id, g.offsets_topic) for g in groups] == [
+        ("us-east", "dc-a", "dc-a", None, "mm2-offsets.us-east.internal"), ("dc-a", "us-east", "us-east", "g", None)]

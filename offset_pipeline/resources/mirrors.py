@@ -1,12 +1,21 @@
 """Where each data mirror keeps its source positions, as a Dagster resource.
 
 The stale-partition sensor and the fast-forward job need to know that a mirror has copied
-everything (DESIGN.md §4.3). A mirror keeps how far it has read its source partitions as the
-committed offsets of a consumer group; which group, on which cluster, depends on the mirror. The
-devstack mirror commits them on its *target* cluster in the transactions of its copies, under
-``offset-pipeline-mirror.<source>-to-<target>`` (the default here; ``OFFSET_PIPELINE_MIRROR_POSITIONS``
-overrides it: ``settings.mirror_position_groups``). A direction without an entry has no known
-position, and its partitions are never fast-forwarded (``mirror_position_unknown``).
+everything (DESIGN.md §4.3). Per direction, the positions are kept either
+
+* as the committed offsets of a consumer group (``group_id``): the devstack's Python mirror commits
+  them on its *target* cluster in the transactions of its copies, under
+  ``offset-pipeline-mirror.<source>-to-<target>`` (the default here); or
+* as MirrorMaker 2's source offsets in a Kafka Connect offsets topic (``offsets_topic``, on the
+  flow's target cluster; ``kafka_io/connect_offsets.py``), carried over the target's own copies
+  that follow them on the source, which MirrorMaker 2 drops without recording an offset
+  (``kafka_io/copied_through.py``).
+
+``OFFSET_PIPELINE_MIRROR_POSITIONS`` sets them (``settings.mirror_position_groups``). A direction
+without an entry has no known position, and its partitions are never fast-forwarded
+(``mirror_position_unknown``). An offsets topic that cannot be read raises
+:class:`MirrorPositionsUnreadable` naming why: the sensor logs it and leaves those partitions
+``mirror_position_unknown``, the fast-forward job records it as the group's failure.
 
 What a positions group must be: committed with the copies (the devstack mirror's transactions) or
 after them (an at-least-once mirror), never ahead: a position is read as "every record below it
@@ -27,17 +36,26 @@ from collections.abc import Iterable, Mapping
 import dagster as dg
 from pydantic import Field
 
+from offset_pipeline.kafka_io.connect_offsets import read_connect_offsets
+from offset_pipeline.kafka_io.copied_through import copied_through
 from offset_pipeline.kafka_io.mirror_positions import read_mirror_positions
 from offset_pipeline.settings import kafka_timeout_s
 
 
+class MirrorPositionsUnreadable(Exception):
+    """A mirror's positions could not be read; the message says why."""
+
+
 class MirrorPositionGroup(dg.Config):
-    """The mirror copying ``source`` to ``target`` keeps its positions on ``stored_on`` as ``group_id``."""
+    """The mirror copying ``source`` to ``target`` keeps its positions on ``stored_on``: as the
+    consumer group ``group_id``, or (MirrorMaker 2) in the Connect offsets topic ``offsets_topic``.
+    Exactly one of the two is given."""
 
     source: str
     target: str
     stored_on: str
-    group_id: str
+    group_id: str | None = None
+    offsets_topic: str | None = None
 
 
 class MirrorsResource(dg.ConfigurableResource):
@@ -59,5 +77,19 @@ class MirrorsResource(dg.ConfigurableResource):
             return {}
         if group.stored_on not in clusters:
             raise ValueError(f"mirror positions of {source}->{target} are on {group.stored_on!r}, which is not a cluster here")
+        if (group.group_id is None) == (group.offsets_topic is None):
+            raise ValueError(f"mirror positions of {source}->{target}: give exactly one of group_id and offsets_topic")
         conf = clusters[group.stored_on].client_config()
-        return read_mirror_positions(conf, group.group_id, partitions, timeout_s=self.timeout_s)
+        if group.group_id is not None:
+            return read_mirror_positions(conf, group.group_id, partitions, timeout_s=self.timeout_s)
+        wanted = sorted(set(partitions))
+        if not wanted:
+            return {}
+        if source not in clusters:
+            raise ValueError(f"the {source}->{target} mirror's source {source!r} is not a cluster here")
+        read = read_connect_offsets(conf, group.stored_on, group.offsets_topic, source, timeout_s=self.timeout_s)
+        if read.unreadable is not None:
+            raise MirrorPositionsUnreadable(f"MirrorMaker 2's offsets topic: {read.unreadable}")
+        stored = {tp: read.positions[tp] for tp in wanted if tp in read.positions}
+        return copied_through(clusters[source].client_config(), source, target, wanted, stored,
+                              timeout_s=self.timeout_s)
