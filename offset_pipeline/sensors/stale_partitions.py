@@ -20,6 +20,11 @@ between snapshots: a mirror that comes back copies, which moves a log end, and t
 starts the quiet again. A stopped mirror that had copied everything blocks nothing: the positions
 prove every record of the standby is on the active cluster, which is all NO-LOSS needs.
 
+Rows under clusters that are not configured are skipped, with one count in the summary
+(``under unconfigured clusters``): after a deployment renames its clusters (``OFFSET_PIPELINE_CLUSTERS``)
+the history still holds the old names for the window and the lookback, and no Kafka client or
+mirror position exists under them. They are never fast-forwarded, never read, never a warning.
+
 When nothing qualifies, the ``SkipReason`` counts the rejections by name and lists the first ones
 with their reason; every rejection (up to ``LOGGED_REJECTIONS``) is also logged, once per snapshot. With the embedded ClickHouse
 (chdb: one process at a time) the sensor does not read while a sync or fast-forward run holds it.
@@ -105,6 +110,16 @@ def _with_live_reads(verdicts, clusters, mirrors, now_ms, window_s, marker_slack
     return out
 
 
+def under_configured_clusters(histories: list, cluster_names) -> tuple[list, int]:
+    """(the histories whose active and standby clusters are both configured, how many are not)."""
+    names = set(cluster_names)
+    kept = [h for h in histories if h.active in names and h.standby in names]
+    return kept, len(histories) - len(kept)
+
+
+UNCONFIGURED = "under unconfigured clusters"  # the summary's name for the rows skipped
+
+
 def group_run_key(verdicts: list[StaleVerdict]) -> str:
     """One run per group and direction: derived from its partitions' run keys (group, partition, log ends)."""
     keys = sorted(v.run_key() for v in verdicts)
@@ -149,7 +164,8 @@ def evaluate_stale_tick(context, now_ms: int, clickhouse: ClickHouseResource, cl
         return dg.SkipReason(f"no snapshot since the last tick ({(now_ms - newest) / 1000:.0f}s old) and no "
                              f"partition waiting for its window; then: {cursor.get('summary', '-')}")
     since_ms = int(now_ms - (window_s + max(HISTORY_LOOKBACK_S, window_s)) * 1000)
-    histories = partition_histories(*read_stale_history(client, since_ms))
+    histories, unconfigured = under_configured_clusters(partition_histories(*read_stale_history(client, since_ms)),
+                                                        clusters)
     verdicts = [classify(h, now_ms, window_s=window_s, marker_slack=marker_slack) for h in histories]
     verdicts = _with_live_reads(verdicts, clusters, mirrors, now_ms, window_s, marker_slack, context.log)
 
@@ -167,6 +183,8 @@ def evaluate_stale_tick(context, now_ms: int, clickhouse: ClickHouseResource, cl
     counts = Counter(v.rejection.value for v in rejected)
     summary = f"{sum(map(len, by_group.values()))} candidates in {len(by_group)} groups; " + (
         ", ".join(f"{n} {r}" for r, n in counts.most_common()) or "nothing rejected")
+    skipped = f"; {unconfigured} group-partitions {UNCONFIGURED} skipped (an earlier name?)" if unconfigured else ""
+    summary += skipped
     # Waiting: quiet, no lag, and the window ends before the next snapshot is due: later ticks read
     # them live again without a new snapshot, so a fast-forward follows the window by one tick, not
     # one cycle. Busy partitions never count: their quiet restarts at every snapshot.
@@ -179,7 +197,8 @@ def evaluate_stale_tick(context, now_ms: int, clickhouse: ClickHouseResource, cl
         listed = "; ".join(f"{v.history.group_id!r} {v.history.topic}[{v.history.partition}]: {v.rejection.value} "
                            f"({v.detail})" for v in rejected[:LISTED_REJECTIONS])
         more = f"; {len(rejected) - LISTED_REJECTIONS} more in the tick's log" if len(rejected) > LISTED_REJECTIONS else ""
-        return dg.SensorResult(skip_reason=dg.SkipReason(skip_reason(verdicts) + (f" -- {listed}{more}" if listed else "")),
+        return dg.SensorResult(skip_reason=dg.SkipReason(skip_reason(verdicts) + skipped
+                                                         + (f" -- {listed}{more}" if listed else "")),
                                cursor=new_cursor)
     requests = [run_request(vs, now_ms, window_s, marker_slack) for _, vs in sorted(by_group.items())]
     return dg.SensorResult(run_requests=requests, cursor=new_cursor)
