@@ -358,11 +358,12 @@ class MirrorMaker2:
 
     def _wait_both_flows_copy(self, deadline: float, stop: threading.Event) -> None:
         """Produce one probe on each cluster and wait until each is seen copied on the other, with
-        ``IDC`` = its source's name and ``Offset`` = its offset there."""
-        pending = {}
-        for source, target in self.config.flows:
-            pending[(source, target)] = None
+        ``IDC`` = its source's name and ``Offset`` = its offset there. A probe that could not be
+        sent or read yet (a probe topic just created, a broker busy) is tried again next round; the
+        last such problem is in the error when time runs out."""
+        pending: dict[tuple[str, str], _Probe | None] = {flow: None for flow in self.config.flows}
         endpoints = {endpoint.name: endpoint for endpoint in self.config.clusters}
+        problem = ""
         while pending:
             self._check_alive()
             if stop.is_set():
@@ -370,15 +371,22 @@ class MirrorMaker2:
             if time.monotonic() > deadline:
                 flows = ", ".join(f"{s}->{t}" for s, t in pending)
                 raise DevStackError(
-                    f"MirrorMaker 2 did not copy its probe record on {flows} in time; "
+                    f"MirrorMaker 2 did not copy its probe record on {flows} in time"
+                    f"{f' (last probe problem: {problem})' if problem else ''}; "
                     f"last lines of {self.log_path}:\n{self.log_tail()}")
             for (source, target), probe in list(pending.items()):
-                if probe is None:  # (re)sent each round until a copy is seen: MirrorMaker 2 may start late
-                    pending[(source, target)] = _send_probe(endpoints[source], endpoints[target])
-                elif _probe_copied(endpoints[target], probe, source, wait_s=min(2.0, max(0.1, deadline - time.monotonic()))):
-                    del pending[(source, target)]
-                elif time.monotonic() - probe.sent_at > 10:
+                try:
+                    if probe is None:  # (re)sent until a copy is seen: MirrorMaker 2 may start late
+                        pending[(source, target)] = _send_probe(endpoints[source], endpoints[target])
+                    elif _probe_copied(endpoints[target], probe, source,
+                                       wait_s=min(2.0, max(0.1, deadline - time.monotonic()))):
+                        del pending[(source, target)]
+                    elif time.monotonic() - probe.sent_at > 10:
+                        pending[(source, target)] = None
+                except (KafkaException, _ProbeNotSent) as exc:
+                    problem = f"{source}->{target}: {exc}"
                     pending[(source, target)] = None
+                    time.sleep(0.5)  # pause before the next try, not a readiness criterion
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> bool:
         """SIGTERM (MirrorMaker 2 stops its connectors), SIGKILL after ``grace_s``. Returns whether it ran."""
@@ -413,6 +421,10 @@ def _signal_group(pid: int, signum: int) -> None:
         os.killpg(pid, signum)
     except ProcessLookupError:
         pass
+
+
+class _ProbeNotSent(Exception):
+    """The probe record was not acknowledged (tried again)."""
 
 
 @dataclass(frozen=True)
@@ -454,7 +466,7 @@ def _send_probe(source: MirrorEndpoint, target: MirrorEndpoint) -> _Probe:
     finally:
         producer.flush(0)
     if not delivered or delivered[0][0] is not None:
-        raise DevStackError(f"{source.name}: producing the probe record failed: {delivered[0][0] if delivered else 'no answer'}")
+        raise _ProbeNotSent(f"{source.name}: producing the probe record failed: {delivered[0][0] if delivered else 'no answer'}")
     return _Probe(token, delivered[0][1].offset(), target_start, time.monotonic())
 
 
