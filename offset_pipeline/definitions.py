@@ -35,6 +35,7 @@ from offset_pipeline.settings import (
     kafka_timeout_s,
     read_settings,
     sync_mode,
+    offset_syncs_topics,
     topic_shapes,
     translation_budget_s,
 )
@@ -162,6 +163,7 @@ topic_shapes()
 decision_log_level()
 translation_budget_s()
 sync_mode()
+offset_syncs_topics()
 
 defs = dg.Definitions(
     assets=all_assets,

@@ -550,7 +550,8 @@ def _mm2_offset_syncs_topic(source: str, target: str, location: str) -> OffsetSy
     return OffsetSyncsTopic(source, target, source, f"mm2-offset-syncs.{target}.internal")
 
 
-def offset_syncs_topics(env: Mapping[str, str] | None = None) -> list[OffsetSyncsTopic]:
+def offset_syncs_topics(env: Mapping[str, str] | None = None,
+                        writes_headers: bool | None = None) -> list[OffsetSyncsTopic]:
     """The offset-syncs topic the sync reads for each direction (``sync/offset_sync_step.py``), one
     read per cycle and topic; its pairs translate one-way topics mirrored without origin headers.
 
@@ -566,7 +567,8 @@ def offset_syncs_topics(env: Mapping[str, str] | None = None) -> list[OffsetSync
 
     A direction not listed gets the default. Unset: the default for both directions when
     ``OFFSET_PIPELINE_MIRROR_WRITES_HEADERS`` is off (a mirror without origin headers, MirrorMaker
-    2), none otherwise (the origin headers prove more, and the pairs are not used with them).
+    2), none otherwise (the origin headers prove more, and the pairs are not used with them);
+    ``writes_headers`` (a run's config) stands for that variable when given.
     Every cluster named is one of :func:`cluster_names`; a malformed entry fails at load time with
     the entry named."""
     env = os.environ if env is None else env
@@ -574,7 +576,8 @@ def offset_syncs_topics(env: Mapping[str, str] | None = None) -> list[OffsetSync
     text = (_get(env, OFFSET_SYNCS_VARIABLE) or "").strip()
     directions = [(s, t) for s in names for t in names if s != t]
     if not text:
-        return [] if mirror_writes_headers(env) else [_mm2_offset_syncs_topic(s, t, "source") for s, t in directions]
+        headers = mirror_writes_headers(env) if writes_headers is None else writes_headers
+        return [] if headers else [_mm2_offset_syncs_topic(s, t, "source") for s, t in directions]
     if text.lower() == OFFSET_SYNCS_OFF:
         return []
     chosen: dict[tuple[str, str], OffsetSyncsTopic | None] = {}

@@ -44,7 +44,7 @@ from offset_pipeline.resources import (
 )
 from offset_pipeline.resources.clickhouse import close_embedded_clients
 from offset_pipeline.run_targets import FAST_FORWARD_JOB, SYNC_POOL
-from offset_pipeline.settings import checkpoint_s, continuous_run_s
+from offset_pipeline.settings import checkpoint_s, continuous_run_s, offset_syncs_topics
 from offset_pipeline.sync.commit_checks import (
     FRESHNESS_CHECK,
     MAX_LISTED,
@@ -161,6 +161,7 @@ def _settings(config: ContinuousSyncConfig, idc1: KafkaClusterResource, idc2: Ka
         parallel_groups=2 * config.commit.parallel_groups, checkpoint_s=config.checkpoint_s, revisit_s=config.revisit_s,
         retry_s=config.retry_s,
         local_max_partitions=config.local_max_partitions, max_sync_age_s=config.commit.max_sync_age_s,
+        offset_syncs_topics=tuple(offset_syncs_topics(writes_headers=t.mirror_writes_headers)),
         checkpoint=CheckpointSettings(
             mirror_window_s=config.metrics.mirror_window_s, lagging_after_s=config.metrics.lagging_after_s,
             shapes=shapes, configured_shapes=dict(t.topic_shapes), clusters=(idc1.cluster_name, idc2.cluster_name),

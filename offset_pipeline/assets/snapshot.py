@@ -22,12 +22,13 @@ from offset_pipeline.kafka_io.group_offsets import DEFAULT_GROUP_EXCLUDE, GroupF
 from offset_pipeline.kafka_io.isolated import ClusterChildren
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.run_targets import SYNC_POOL
-from offset_pipeline.settings import kafka_timeout_s
-from offset_pipeline.storage import snapshots
+from offset_pipeline.settings import kafka_timeout_s, offset_syncs_topics
+from offset_pipeline.storage import offset_sync_pairs, snapshots
 from offset_pipeline.storage.deferred_writes import WriteOutcome, open_writer
 from offset_pipeline.storage.snapshots import SnapshotRow
 from offset_pipeline.sync import cycle_carry
 from offset_pipeline.sync.gc_pause import cyclic_gc_paused
+from offset_pipeline.sync.offset_sync_step import OffsetSyncsReader, restored_reader, store_new_pairs
 from offset_pipeline.sync.snapshot_step import (
     ClusterReads,
     UnreadFacts,
@@ -38,6 +39,7 @@ from offset_pipeline.sync.snapshot_step import (
 CLUSTERS_READABLE_CHECK = "clusters_readable"
 SNAPSHOT_ROWS = "snapshot_rows"  # cycle_carry key: this run's SnapshotRow list
 KAFKA_CHILDREN = "kafka_children"  # cycle_carry key: the snapshot's ClusterChildren, taken by the commit step
+OFFSET_SYNCS = "offset_syncs"  # cycle_carry key: (pairs per partition and direction, facts per direction)
 
 
 class SnapshotConfig(dg.Config):
@@ -75,9 +77,16 @@ def offset_snapshot(
     # A child process per cluster, both at once (sync/snapshot_step.py): a cluster that cannot be
     # read is named in reads.unavailable, never an exception. The children go on to the commit step.
     children = ClusterChildren(clusters)
+    # MirrorMaker 2's offset syncs go on from what earlier cycles stored (sync/offset_sync_step.py):
+    # read before the log ranges, stamped with the ends read after them, the additions stored below.
+    writer = open_writer(clickhouse, snapshots.ensure_table, offset_sync_pairs.ensure_table)
+    syncs, syncs_unrestored = restored_reader(
+        offset_syncs_topics(), {name: resource.client_config for name, resource in clusters.items()},
+        writer.client if writer.outcome.error is None else None)
     try:
         reads = read_clusters({name: resource.admin_config for name, resource in clusters.items()},
-                              group_filter, config.kafka_timeout_s, calls=children.calls)
+                              group_filter, config.kafka_timeout_s, calls=children.calls,
+                              offset_syncs=syncs if syncs.topics else None)
     except BaseException:
         children.close()
         raise
@@ -89,12 +98,15 @@ def offset_snapshot(
     cycle_carry.put(run_id, KAFKA_CHILDREN, children)
     rows = reads.rows(run_id, snapshot_time_ms)
     cycle_carry.put(run_id, SNAPSHOT_ROWS, rows)  # the next steps read them from here
-    writer = open_writer(clickhouse, snapshots.ensure_table)
+    cycle_carry.put(run_id, OFFSET_SYNCS, (syncs.facts(), syncs.direction_facts()))
     written = snapshots.insert_rows(writer, rows)
+    syncs_stored = store_new_pairs(writer, syncs, snapshot_time_ms)
+    _log_offset_syncs(context.log, syncs, syncs_unrestored)
     unread = unread_facts(rows, reads.unavailable)
     _log_snapshot(context.log, run_id, written, writer.outcome, reads)
     return dg.MaterializeResult(
-        metadata=_snapshot_metadata(run_id, rows, written, writer.outcome, reads, unread, kafka_s, started),
+        metadata={**_snapshot_metadata(run_id, rows, written, writer.outcome, reads, unread, kafka_s, started),
+                  **_offset_syncs_metadata(syncs, syncs_stored, syncs_unrestored)},
         check_results=[_clusters_readable_check(reads.unavailable, unread)],
     )
 
@@ -111,6 +123,29 @@ def _log_snapshot(
         f"snapshot {run_id}: {written} rows, "
         + ", ".join(f"{name}: {len(states)} groups" for name, states in reads.groups.items())
     )
+
+
+def _log_offset_syncs(log: dg.DagsterLogManager, syncs: OffsetSyncsReader, unrestored: str | None) -> None:
+    if unrestored:
+        log.warning(f"offset-sync pairs not restored: {unrestored}")
+    for (source, target), why in sorted(syncs.unreadable().items()):
+        log.warning(f"offset-sync offset-syncs topic of {source}->{target} not read: {why}; its one-way "
+                    "topics without origin headers are offset_syncs_unreadable this cycle")
+
+
+def _offset_syncs_metadata(syncs: OffsetSyncsReader, stored: int, unrestored: str | None) -> dict:
+    if not syncs.topics:
+        return {}
+    facts = syncs.facts()
+    return {
+        "offset_syncs_topics": ", ".join(f"{t.source}->{t.target}: {t.stored_on}:{t.topic}" for t in syncs.topics),
+        "offset_syncs_partitions": len(facts),
+        "offset_syncs_pairs_stamped": sum(1 for f in facts.values() for p in f.pairs if p.active_end_after is not None),
+        "offset_syncs_unreadable": "; ".join(f"{s}->{t}: {why}" for (s, t), why in sorted(syncs.unreadable().items()))
+                                   or "none",
+        "offset_syncs_rows_stored": stored,
+        "offset_syncs_restored": unrestored or "yes",
+    }
 
 
 def _snapshot_metadata(

@@ -30,7 +30,7 @@ from collections import Counter
 import dagster as dg
 from pydantic import Field
 
-from offset_pipeline.assets.snapshot import SNAPSHOT_ROWS
+from offset_pipeline.assets.snapshot import OFFSET_SYNCS, SNAPSHOT_ROWS
 from offset_pipeline.monitoring.decision_log import write_decision_lines
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.spark import SparkResource, SparkUnavailable
@@ -174,8 +174,11 @@ def offset_translations(
                             "anchors, fast-forward points and earlier directions")
     confs = {r.cluster_name: r.client_config() for r in (idc1, idc2)}
     shape_step = _detect_shapes(context, config, client, snapshot_id, cycle_time_ms, snapshot_rows, clusters, confs)
+    # MirrorMaker 2's stamped pairs, as the snapshot step read them (none when this step runs alone)
+    syncs, syncs_default = cycle_carry.get(snapshot_id, OFFSET_SYNCS) or ({}, {})
     cycle = build_work(snapshot_rows, dict(config.topic_shapes), earlier.anchors, clusters, earlier.history,
-                       shape_step.detected(), caught_up_points=earlier.points)
+                       shape_step.detected(), caught_up_points=earlier.points, offset_syncs=syncs,
+                       offset_syncs_default=syncs_default)
 
     rows = [result_row(r, snapshot_id, cycle_time_ms) for r in cycle.undecided]
     job = TranslationJob(cycle.work, confs, snapshot_id, cycle_time_ms, _read_settings(config), spark.job_timeout_s,

@@ -48,7 +48,7 @@ from offset_pipeline.continuous.local_translation import (
     LocalTranslation,
     partition_count,
 )
-from offset_pipeline.continuous.revisit_rules import partitions_to_revisit
+from offset_pipeline.continuous.revisit_rules import offset_syncs_mark, partitions_to_revisit
 from offset_pipeline.continuous.run_state import ContinuousState, snapshot_tuple
 from offset_pipeline.kafka_io.group_io import IsolatedGroupIO
 from offset_pipeline.kafka_io.group_offsets import GroupFilter
@@ -76,7 +76,9 @@ from offset_pipeline.sync.commit_cycle import (
     unrecorded_changes,
 )
 from offset_pipeline.sync.commit_step import CycleContext
+from offset_pipeline.settings import OffsetSyncsTopic
 from offset_pipeline.sync.gc_pause import cyclic_gc_paused
+from offset_pipeline.sync.offset_sync_step import OffsetSyncsReader
 from offset_pipeline.sync.shape_step import sample_and_detect
 from offset_pipeline.sync.snapshot_step import read_clusters
 from offset_pipeline.sync.spark_translation import result_row
@@ -105,6 +107,9 @@ class ContinuousSettings:
     local_max_partitions: int = 1000
     min_cycle_s: float = 0.2  # a cycle with nothing to do waits out the rest of this
     max_sync_age_s: float = 300.0
+    # MirrorMaker 2's offset-syncs topics (settings.offset_syncs_topics): read once per cycle, from
+    # where the last read stopped; their stamped pairs live in the run's memory
+    offset_syncs_topics: tuple[OffsetSyncsTopic, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -202,6 +207,8 @@ class ContinuousSync:
         self._snapshot_calls = {name: IsolatedCalls(name) for name in self.clusters}
         self._group_io = IsolatedGroupIO({name: resource.plain() for name, resource in io.clusters.items()})
         self._local = LocalTranslation()
+        self._offset_syncs = OffsetSyncsReader(
+            settings.offset_syncs_topics, {name: resource.client_config for name, resource in io.clusters.items()})
         self._checkpoints = CheckpointWriter(io.clickhouse, settings.checkpoint, io.release_clickhouse)
         self._number = 0
         self._unavailable: dict[str, str] = {}  # this cycle's clusters that did not answer
@@ -280,14 +287,15 @@ class ContinuousSync:
         tuples = [snapshot_tuple(r) for r in snapshot]
         revisit = partitions_to_revisit(self.state.snapshot_tuples(), tuples, self.state.memory,
                                         self.state.written_by_sync, time.monotonic(), self.settings.revisit_s,
-                                        self.settings.retry_s)
+                                        self.settings.retry_s, self._offset_syncs_marks())
         self._stages = {"read": read_done - started, "revisit": time.monotonic() - read_done}
         return self._sync(cycle_id, time_ms, snapshot, tuples, revisit, self.state.history(),
                           self.state.previous_committed(), started)
 
     def _read(self, cycle_id: str, time_ms: int):
         reads = read_clusters(self._admin_configs, self.settings.group_filter, self.settings.reads.kafka_timeout_s,
-                              calls=self._snapshot_calls)
+                              calls=self._snapshot_calls,
+                              offset_syncs=self._offset_syncs if self.settings.offset_syncs_topics else None)
         self._unavailable = dict(reads.unavailable)
         self._renew_clients(reads.unavailable)
         return reads.rows(cycle_id, time_ms)
@@ -316,8 +324,10 @@ class ContinuousSync:
             mark = now
 
         chosen = [t for t in tuples if (t[1], t[3], int(t[4])) in revisit]
+        syncs = self._offset_syncs.facts() if self.settings.offset_syncs_topics else {}
         work = build_work(chosen, self.settings.shapes, self.state.anchors, self.clusters, history,
-                          self.state.detected_shapes, caught_up_points=self.state.points)
+                          self.state.detected_shapes, caught_up_points=self.state.points, offset_syncs=syncs,
+                          offset_syncs_default=self._offset_syncs.direction_facts())
         results = [result_row(r, cycle_id, time_ms) for r in work.undecided]
         stage("decide")
         translated, engine = self._translate(work.work, cycle_id, time_ms)
@@ -331,7 +341,8 @@ class ContinuousSync:
         else:
             done = self._commit(results, cycle_id, time_ms, previous_committed)
         stage("commit")
-        self.state.record(snapshot, results, done.stored, work.directions, time.monotonic(), tuples)
+        self.state.record(snapshot, results, done.stored, work.directions, time.monotonic(), tuples,
+                          self._offset_syncs_marks(syncs))
         self._log(results, done)
         self.summary.add_no_loss(evaluate_no_loss(done.stored))
         stage("record")
@@ -343,6 +354,15 @@ class ContinuousSync:
             commit_errors=sum(1 for r in done.stored if r.error), unavailable=dict(self._unavailable),
             stage_seconds={k: round(v, 4) for k, v in stages.items()},
         )
+
+    def _offset_syncs_marks(self, syncs: Mapping | None = None) -> dict[tuple[str, int], object]:
+        """(topic, partition) -> its offset-sync pairs now (``revisit_rules.offset_syncs_mark``)."""
+        if not self.settings.offset_syncs_topics:
+            return {}
+        by_partition: dict[tuple[str, int], list] = {}
+        for (topic, partition, active, standby), facts in (syncs if syncs is not None else self._offset_syncs.facts()).items():
+            by_partition.setdefault((topic, partition), []).append((active, standby, facts))
+        return {key: offset_syncs_mark(sides) for key, sides in by_partition.items()}
 
     def _translate(self, work: list[dict], cycle_id: str, time_ms: int) -> tuple[list[dict], str]:
         if not work:

@@ -20,6 +20,10 @@ Invariants (tests/continuous/test_revisit_rules.py, table-driven and property-ba
   with it), or once ``retry_s`` (plus a spread of up to as much again, fixed per group-partition)
   passed whatever happened. A quiet, unsettled partition (no anchor yet, a live standby group) costs
   one read per ``retry_s``, not one per cycle;
+* **offset_syncs_changed**: a group-partition whose last result was not settled is revisited once
+  ``revisit_s`` passed since its last translation when MirrorMaker 2's pairs of its partition
+  changed since then (a new pair, a pair's first stamp, the topic read again or not): a pair that
+  could not prove the group's offset yet may now (``translation/offset_sync_anchor.py``);
 * nothing else is revisited. A settled group-partition (an exact translation, committed) whose
   facts did not change keeps its answer: the copy of the record at an unchanged committed offset
   does not move, and a group at its log end stays right as records arrive after it (its standby
@@ -46,6 +50,7 @@ class RevisitReason(str, Enum):
     OFFSET_MOVED = "offset_moved"
     FACTS_CHANGED = "facts_changed"
     UNSETTLED = "unsettled"
+    OFFSET_SYNCS_CHANGED = "offset_syncs_changed"
 
     def __str__(self) -> str:  # pragma: no cover - cosmetic
         return self.value
@@ -59,6 +64,7 @@ class PartitionMemory:
     status: str  # its translation status
     commit_synced: bool  # its commit ended synced (or nothing needed writing)
     log_ends: tuple = ()  # ((cluster, log end), ...) of the read it was translated from
+    offset_syncs_mark: object = None  # its partition's offset-sync pairs then (offset_syncs_mark)
 
     @property
     def settled(self) -> bool:
@@ -123,14 +129,18 @@ def partitions_to_revisit(
     now_s: float,
     revisit_s: float,
     retry_s: float = 300.0,
+    offset_syncs_marks: Mapping[tuple[str, int], object] | None = None,
 ) -> dict[GroupPartition, RevisitReason]:
     """group-partition -> why it is translated again this cycle, for every group-partition of
     ``current`` that needs it (see the module's invariants).
 
     ``previous``: the previous cycle's snapshot tuples (None: this run's first read, everything is
     new); ``memory``: what the run remembers per group-partition; ``written_by_sync``: (cluster,
-    group) -> {(topic, partition): offset} this run committed there; ``now_s``: monotonic seconds.
+    group) -> {(topic, partition): offset} this run committed there; ``now_s``: monotonic seconds;
+    ``offset_syncs_marks``: (topic, partition) -> what its offset-sync pairs are now
+    (:func:`offset_syncs_mark`; a partition not in it has none).
     """
+    marks = offset_syncs_marks or {}
     # A continuous run asks this every cycle of every group-partition (10,000s of rows): rows equal to
     # the previous read's (tuple equality) cannot have moved or changed, so only the rows that differ
     # become SideFacts; the result is the same as comparing every row's facts.
@@ -161,9 +171,24 @@ def partitions_to_revisit(
             out[key] = RevisitReason.OFFSET_MOVED
         elif any(_facts_changed(b, f) for _, f, b in changed):
             out[key] = RevisitReason.FACTS_CHANGED
+        elif not remembered.settled and remembered.offset_syncs_mark != marks.get((topic, partition)) \
+                and now_s - remembered.translated_at_s >= revisit_s:
+            out[key] = RevisitReason.OFFSET_SYNCS_CHANGED
         elif not remembered.settled and _unsettled_due_rows(key, remembered, sides, now_s, revisit_s, retry_s):
             out[key] = RevisitReason.UNSETTLED
     return out
+
+
+def offset_syncs_mark(pairs_by_direction: Iterable[tuple[str, str, object]]) -> object:
+    """What a partition's offset-sync facts are, compared between cycles: per direction (active,
+    standby, ``OffsetSyncFacts``), how many pairs, how many stamped, the newest pair, the unreadable
+    reason. Pairs only ever come and get stamped, so a change of any of these is a change."""
+    mark = []
+    for active, standby, facts in sorted(pairs_by_direction, key=lambda x: (x[0], x[1])):
+        pairs = facts.pairs
+        mark.append((active, standby, len(pairs), sum(1 for p in pairs if p.active_end_after is not None),
+                     (pairs[-1].upstream, pairs[-1].downstream) if pairs else None, facts.unreadable))
+    return tuple(mark) or None
 
 
 def _unsettled_due_rows(key: GroupPartition, remembered: PartitionMemory, sides: list[tuple[str, tuple]],

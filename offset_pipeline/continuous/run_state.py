@@ -131,9 +131,12 @@ class ContinuousState:
         return self.history().committed_before or {}
 
     def record(self, snapshot: list[SnapshotRow], results: Iterable[dict[str, Any]], commits: Iterable[CommitRow],
-               directions: Mapping[str, Any], now_s: float, tuples: list[tuple] | None = None) -> None:
+               directions: Mapping[str, Any], now_s: float, tuples: list[tuple] | None = None,
+               offset_syncs_marks: Mapping[tuple[str, int], object] | None = None) -> None:
         """A cycle's read (and its ``snapshot_tuple``s, when the caller has them), its new results and
-        commit rows, its groups' directions (``DirectionDecision``)."""
+        commit rows, its groups' directions (``DirectionDecision``), and the offset-sync pairs each
+        partition was translated with (``revisit_rules.offset_syncs_mark``)."""
+        marks = offset_syncs_marks or {}
         self.snapshot = snapshot
         self._tuples, self._committed_before = tuples, None
         ends: dict[GroupPartition, list] = {}
@@ -144,7 +147,8 @@ class ContinuousState:
             self.results[key] = row
             self._keep_anchor(row)
             self.memory[key] = PartitionMemory(now_s, row["status"], commit_synced=False,
-                                               log_ends=tuple(sorted(ends.get(key, ()))))
+                                               log_ends=tuple(sorted(ends.get(key, ()))),
+                                               offset_syncs_mark=marks.get((key[1], key[2])))
         for commit in commits:
             key = (commit.group_id, commit.topic, int(commit.partition))
             self.commits[key] = commit

@@ -37,8 +37,9 @@ PartitionKey = tuple[str, int]  # upstream topic, partition
 class OffsetSyncsRead:
     """One read of an offset-syncs topic. ``pairs``: (upstream topic, partition) -> its pairs
     ``(u, d)`` in the topic's order; ``problems``: records that named no pair, by problem;
-    ``end_offset``: the offset-syncs partition's end when the read began (where the next
-    incremental read starts); ``unreadable``: why the topic could not be read (then no pairs)."""
+    ``end_offset``: the offset-syncs partition's end when the read began; ``next_offset``: where
+    the next incremental read starts (``end_offset``, or short of it when ``max_records`` cut the
+    read); ``unreadable``: why the topic could not be read (then no pairs)."""
 
     cluster: str
     topic: str
@@ -47,6 +48,7 @@ class OffsetSyncsRead:
     records_read: int = 0
     end_offset: int | None = None
     unreadable: str | None = None
+    next_offset: int | None = None
 
 
 def _consumer(conf: Mapping[str, Any]) -> Consumer:
@@ -93,6 +95,7 @@ def _read(consumer: Consumer, cluster: str, topic: str, timeout_s: float, max_re
     pairs: dict[PartitionKey, list[tuple[int, int]]] = {}
     problems: Counter[OffsetSyncProblem] = Counter()
     read = 0
+    stop = high
     if start < high:
         consumer.assign([TopicPartition(topic, 0, start)])
         stop = min(high, start + max_records)
@@ -124,5 +127,13 @@ def _read(consumer: Consumer, cluster: str, topic: str, timeout_s: float, max_re
                     done = True
     return OffsetSyncsRead(
         cluster, topic, pairs={key: tuple(value) for key, value in pairs.items()}, problems=dict(problems),
-        records_read=read, end_offset=high,
+        records_read=read, end_offset=high, next_offset=max(stop, start) if start < high else max(high, 0),
     )
+
+
+def read_offset_syncs_from(conf: Mapping[str, Any], cluster: str, topic: str, start_offset: int, timeout_s: float,
+                           max_records: int) -> OffsetSyncsRead:
+    """:func:`read_offset_syncs` with positional arguments (a child process's call, whose own bound is
+    its ``timeout_s`` keyword: ``kafka_io/isolated.py``)."""
+    return read_offset_syncs(conf, cluster, topic, timeout_s=timeout_s, max_records=max_records,
+                             start_offset=start_offset)

@@ -60,6 +60,14 @@ class OffsetSyncStamps:
         self._stamps = kept
         self._pairs = {key: tuple(value) for key, value in pairs.items()}
 
+    def restore(self, pairs: Mapping[PartitionKey, tuple[tuple[int, int], ...]], stamps: Mapping[PairKey, int]) -> None:
+        """What an earlier process kept: the pairs per partition in the topic's order and their stamps
+        (each an end that process read after the pair; a stamp of a pair not given is dropped)."""
+        self._pairs = {key: tuple(value) for key, value in pairs.items()}
+        present = {(key[0], key[1], u, d) for key, value in self._pairs.items() for u, d in value}
+        self._stamps = {key: int(end) for key, end in stamps.items() if key in present}
+        self._unreadable = None
+
     def facts(self, topic: str, partition: int) -> OffsetSyncFacts:
         """The partition's pairs with their stamps, as the translation takes them."""
         pairs = tuple(

@@ -29,6 +29,7 @@ from offset_pipeline.kafka_io.group_offsets import (
 )
 from offset_pipeline.kafka_io.isolated import IsolatedCalls
 from offset_pipeline.storage.snapshots import SnapshotRow
+from offset_pipeline.sync.offset_sync_step import OffsetSyncsReader
 from offset_pipeline.sync.snapshot_rows import build_snapshot_rows, involved_partitions
 
 CHILD_START_S = 30.0  # beyond the Kafka bound: starting the child process that reads a cluster
@@ -102,18 +103,31 @@ class _ClusterReader:
         except Exception as exc:  # noqa: BLE001 - no log range of this cluster is known
             return ClusterRanges(unavailable=f"reading topic metadata on {cluster} failed: {describe_error(exc)}")
 
+    def call_on(self, cluster: str):
+        """``call(function, *args, **kwargs)`` in ``cluster``'s child process, bounded by the Kafka
+        timeout plus the child's start (the offset-syncs reads)."""
+        def call(function, *args, **kwargs):
+            calls = self.calls.get(cluster)
+            if calls is None:
+                raise RuntimeError(f"{cluster} is not a cluster of this snapshot")
+            return calls.call(function, *args, **kwargs, timeout_s=self.timeout_s + CHILD_START_S)
+        return call
+
     def close(self) -> None:
         for c in self.calls.values():
             c.close()
 
 
 def read_clusters(admin_configs: AdminConfigs, group_filter: GroupFilter, timeout_s: float,
-                  calls: Mapping[str, IsolatedCalls] | None = None) -> ClusterReads:
+                  calls: Mapping[str, IsolatedCalls] | None = None,
+                  offset_syncs: OffsetSyncsReader | None = None) -> ClusterReads:
     """Every cluster's groups, then the log facts of the partitions they involve, ``timeout_s`` per
     Kafka wait. Never raises for a cluster that cannot be read: it is in ``unavailable``.
 
     ``calls``: a child process per cluster that outlives this read (a continuous run's, closed by its
-    owner); by default each cluster gets one for this read only."""
+    owner); by default each cluster gets one for this read only. ``offset_syncs``: MirrorMaker 2's
+    offset-syncs topics, read alongside the groups, so before every log range, then stamped with the
+    log ends (``sync/offset_sync_step.py``: a pair is stamped only with an end read after it)."""
     # Each cluster's reads in a child process of its own (kafka_io/isolated.py): librdkafka can
     # abort its process when admin requests time out around a broker restart; so it costs only that
     # cluster's facts. Both clusters are read at once.
@@ -122,15 +136,23 @@ def read_clusters(admin_configs: AdminConfigs, group_filter: GroupFilter, timeou
     reader = _ClusterReader(dict(calls) if calls is not None else {name: IsolatedCalls(name) for name in admin_configs},
                             admin_configs, timeout_s)
     try:
-        with ThreadPoolExecutor(max_workers=len(admin_configs), thread_name_prefix="offset-snapshot") as pool:
+        syncs_topics = offset_syncs.topics if offset_syncs is not None else []
+        with ThreadPoolExecutor(max_workers=len(admin_configs) + len(syncs_topics),
+                                thread_name_prefix="offset-snapshot") as pool:
+            syncs_reads = [pool.submit(offset_syncs.read_one, (t.source, t.target),
+                                       reader.call_on(t.stored_on), timeout_s) for t in syncs_topics]
             listed = pool.map(lambda name: reader.groups_of(name, group_filter), admin_configs)
             for name, groups in zip(admin_configs, listed):
                 reads.add_groups(name, groups)
+            for done in syncs_reads:  # every pair read is read before any log end below
+                done.result()
             partitions = sorted(involved_partitions(g for states in reads.groups.values() for g in states))
             readable = [name for name in admin_configs if name not in reads.unavailable]
             ranged = pool.map(lambda name: reader.ranges_of(name, partitions, _unlisted(reads.groups, name)), readable)
             for name, ranges in zip(readable, ranged):
                 reads.add_ranges(name, ranges)
+        if offset_syncs is not None:
+            offset_syncs.observe(reads.ranges)
     finally:
         if owned:
             reader.close()

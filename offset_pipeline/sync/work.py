@@ -75,16 +75,20 @@ def build_work(
     detected_shapes: Mapping[str, str] | None = None,
     caught_up_points: Mapping[tuple[str, str, int, str, str], CaughtUpPoint] | None = None,
     offset_syncs: Mapping[tuple[str, int, str, str], OffsetSyncFacts] | None = None,
+    offset_syncs_default: Mapping[tuple[str, str], OffsetSyncFacts] | None = None,
 ) -> CycleWork:
     """``snapshot_rows``: tuples in :data:`SNAPSHOT_COLUMNS` order (one per cluster, group, partition).
     ``shapes``: configured shapes; ``detected_shapes``: shapes detected from origin headers, used for
     topics without a configured one (a configured shape always wins). ``caught_up_points``: the
     newest fast-forward applied per (group, topic, partition, active, standby). ``offset_syncs``:
     MirrorMaker 2's stamped pairs per (topic, partition, active, standby) (``offset_sync_stamps``),
-    carried in the work rows of that direction (column ``offset_syncs``)."""
+    carried in the work rows of that direction (column ``offset_syncs``); ``offset_syncs_default``:
+    per (active, standby) whose offset-syncs topic is read, the facts of a partition without pairs
+    (none yet, or the topic's unreadable reason), so such rows name it."""
     detected_shapes = detected_shapes or {}
     caught_up_points = caught_up_points or {}
     offset_syncs = offset_syncs or {}
+    offset_syncs_default = offset_syncs_default or {}
     by_group: dict[str, dict] = {}
     for row in snapshot_rows:
         cluster, group_id, members, topic, partition, committed, present, log_start, log_end, ts_type = row[:10]
@@ -152,7 +156,7 @@ def build_work(
                 ))
                 continue
             work.append(_work_row(group_id, topic, partition, decision, side, shapes, detected_shapes, anchors,
-                                  caught_up_points, offset_syncs))
+                                  caught_up_points, offset_syncs, offset_syncs_default))
     return CycleWork(work, undecided, directions)
 
 
@@ -165,11 +169,14 @@ def _refused(group_id: str, topic: str | None, errors: Iterable[tuple[str, str]]
 
 
 def _work_row(group_id, topic, partition, decision, side, shapes, detected_shapes, anchors,
-              caught_up_points, offset_syncs) -> dict[str, Any]:
+              caught_up_points, offset_syncs, offset_syncs_default) -> dict[str, Any]:
     active, standby = decision.active, decision.standby
     a, s = side.get(active, {}), side.get(standby, {})
     anchor = anchors.get((group_id, topic, partition, active, standby))
     point = caught_up_points.get((group_id, topic, partition, active, standby))
+    syncs = offset_syncs.get((topic, partition, active, standby))
+    if syncs is None:
+        syncs = offset_syncs_default.get((active, standby))
 
     def logged(facts: dict, key: str):
         return facts.get(key) if facts.get("present") else None
@@ -186,5 +193,5 @@ def _work_row(group_id, topic, partition, decision, side, shapes, detected_shape
         "standby_timestamp_type": logged(s, "timestamp_type"),
         "ff_active_offset": point.active_offset if point else None,
         "ff_standby_offset": point.standby_offset if point else None,
-        "offset_syncs": offset_syncs_column(offset_syncs.get((topic, partition, active, standby))),
+        "offset_syncs": offset_syncs_column(syncs),
     }

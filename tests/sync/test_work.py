@@ -103,6 +103,13 @@ def test_work_rows_carry_the_offset_syncs_of_their_direction():
     by_partition = {w["partition"]: w for w in work}
     assert offset_syncs_from_column(by_partition[0]["offset_syncs"]) == syncs
     assert by_partition[1]["offset_syncs"] is None
+    # a direction whose topic is read: a partition without pairs names why (none yet, or unreadable)
+    unreadable = OffsetSyncFacts(unreadable="idc1: mm2-offset-syncs.idc2.internal does not exist")
+    work = build_work(snapshot, {"t": "one_way:idc1"}, {}, CLUSTERS, offset_syncs={("t", 0, "idc1", "idc2"): syncs},
+                      offset_syncs_default={("idc1", "idc2"): unreadable, ("idc2", "idc1"): OffsetSyncFacts()}).work
+    by_partition = {w["partition"]: w for w in work}
+    assert offset_syncs_from_column(by_partition[0]["offset_syncs"]) == syncs
+    assert offset_syncs_from_column(by_partition[1]["offset_syncs"]) == unreadable
 
 
 def test_a_configured_shape_wins_over_a_detected_one():
