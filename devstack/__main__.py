@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("status", help="show what runs")
     sub.add_parser("clean", help="stop everything and delete cluster data and logs (keeps the jar cache)")
     sub.add_parser("shapes", help="print OFFSET_PIPELINE_TOPIC_SHAPES for the traffic plan's topics")
+    sub.add_parser("mirror-positions", help="print OFFSET_PIPELINE_MIRROR_POSITIONS for the mirror "
+                                            "OFFSET_PIPELINE_DEVSTACK_MIRROR chooses (nothing for the Python "
+                                            "mirror: its position groups are the product's default)")
     sub.add_parser("sync-env", help="a secure stack: print the shell exports that make the sync log in as 'sync' "
                                     "(bin/up evaluates them; the password included); a plain stack: nothing")
     sub.add_parser("spark-url", help="print the local Spark Connect server's URL (OFFSET_PIPELINE_SPARK_CONNECT_URL)")
@@ -94,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
             stack.clean()
         elif args.command == "shapes":
             print(plan_topic_shapes())
+        elif args.command == "mirror-positions":
+            if settings.mirror == "mm2":
+                from devstack.mirrormaker2 import mirror_positions_setting
+
+                print(mirror_positions_setting(list(stack.bootstraps)))
         elif args.command == "sync-env":
             import shlex
 

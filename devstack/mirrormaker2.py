@@ -116,6 +116,16 @@ def mm2_rest_port() -> int:
     return int(os.environ.get("OFFSET_PIPELINE_MM2_REST_PORT") or DEFAULT_REST_PORT)
 
 
+def mirror_positions_setting(cluster_names: list[str] | tuple[str, ...]) -> str:
+    """``OFFSET_PIPELINE_MIRROR_POSITIONS`` for this MirrorMaker 2 between ``cluster_names``: each
+    flow keeps its source positions in its herder's Connect offsets topic, ``mm2-offsets.<source>.internal``
+    on the target (dedicated mode's name, the cluster aliases being the clusters' names), written in
+    the same transaction as the copies (exactly-once), so never ahead of them."""
+    a, b = cluster_names
+    return ",".join(f"{source}->{target}={target}:connect-offsets:mm2-offsets.{source}.internal"
+                    for source, target in ((a, b), (b, a)))
+
+
 def _log4j2(log_path: Path) -> str:
     """Everything to ``log_path``, rolled by size (a mirror left running keeps at most
     ``LOG_BACKUPS + 1`` files). Configuration dumps, client and telemetry start-up lines at WARN: they

@@ -21,6 +21,8 @@ from devstack.liveness import pid_alive
 from devstack.mirror import ORIGIN_CLUSTER_HEADER
 from devstack.mirrormaker2 import PROBE_TOPIC
 from devstack.records import read_partition
+from offset_pipeline.kafka_io.connect_offsets import read_connect_offsets
+from offset_pipeline.settings import mirror_position_groups
 from offset_pipeline.translation.headers import CopiedFrom, parse_origin
 from tests.conftest import devstack_env, free_port, stopped_by_sigterm, wait_for
 
@@ -164,6 +166,14 @@ def test_up_mirror_mm2_replaces_the_python_mirrors_with_mirrormaker2(stack_env):
         probes = [parse_origin(list(r.headers), read_from=name, peer=other)
                   for r in read_partition(bootstrap[name], PROBE_TOPIC, 0)]
         assert any(isinstance(o, CopiedFrom) and o.cluster == other for o in probes), probes
+    # What bin/up exports for it: the topics where MirrorMaker 2 keeps its positions, which hold them.
+    setting = devstack({**env, "OFFSET_PIPELINE_DEVSTACK_MIRROR": "mm2"}, "mirror-positions").stdout.strip()
+    entries = mirror_position_groups({"OFFSET_PIPELINE_MIRROR_POSITIONS": setting})
+    assert {(e["source"], e["target"]) for e in entries} == {("idc1", "idc2"), ("idc2", "idc1")}
+    for entry in entries:
+        read = read_connect_offsets({"bootstrap.servers": bootstrap[entry["stored_on"]]}, entry["stored_on"],
+                                    entry["offsets_topic"], entry["source"])
+        assert read.unreadable is None and read.positions.get((PROBE_TOPIC, 0), 0) >= 1, read
 
     back = devstack(stack_env, "up")
     assert back.returncode == 0, back.stdout + back.stderr
