@@ -14,10 +14,11 @@ The data mirror (``OFFSET_PIPELINE_DEVSTACK_MIRROR``, ``up --mirror``): ``python
 of ``devstack/mirror.py`` (one process per direction, the default), or ``mm2``, Apache Kafka's
 MirrorMaker 2 with the project's origin-header transform (``devstack/mirrormaker2.py``, both ways in
 one process, part ``mirrormaker2``; plain clusters only). ``up`` with one stops the other first (two
-mirrors would copy every record twice); ``down`` and ``status`` cover both. The Python mirror stays
-the default because the fast-forward's mirror positions (``OFFSET_PIPELINE_MIRROR_POSITIONS``) are
-consumer groups only it commits: MirrorMaker 2 keeps its positions in its Connect offsets topic, so
-under it the stale-partition fast-forward says ``mirror_position_unknown``.
+mirrors would copy every record twice); ``down`` and ``status`` cover both. MirrorMaker 2 keeps its
+positions in its Connect offsets topics, not in the Python mirror's groups: ``python -m devstack
+mirror-positions`` prints the ``OFFSET_PIPELINE_MIRROR_POSITIONS`` naming them, which ``bin/up``
+exports. The Python mirror stays the default for now: it serves secure stacks, and the soak's faults
+and the stack's restart test act on its two processes.
 
 ``DevStack.up()`` is what the README's main command runs before it starts the Dagster UI.
 Everything lives under :func:`~devstack.paths.stack_dir`.
