@@ -145,3 +145,27 @@ def test_retry_after_is_spread_per_partition_between_one_and_two_retry_s():
     waits = {retry_after_s((G, "t", p), 300.0) for p in range(200)}
     assert all(300.0 <= w < 600.0 for w in waits) and len(waits) > 150
     assert retry_after_s(KEY, 300.0) == retry_after_s(KEY, 300.0)  # fixed per key
+
+
+def test_changed_offset_sync_pairs_revisit_an_unsettled_partition_once_revisit_s_passed():
+    from dataclasses import replace
+
+    from offset_pipeline.continuous.revisit_rules import offset_syncs_mark
+    from offset_pipeline.translation import OffsetSyncFacts, SyncPair
+
+    unconfirmed = OffsetSyncFacts((SyncPair(9, 8, None),))
+    then = offset_syncs_mark([("idc1", "idc2", unconfirmed)])
+    waiting = {KEY: replace(UNSETTLED, status="offset_sync_unconfirmed", offset_syncs_mark=then)}
+    stamped = {("t", 0): offset_syncs_mark([("idc1", "idc2", OffsetSyncFacts((SyncPair(9, 8, 20),)))])}
+    newer = {("t", 0): offset_syncs_mark([("idc1", "idc2", OffsetSyncFacts((SyncPair(9, 8, None), SyncPair(15, 14, None))))])}
+    unreadable = {("t", 0): offset_syncs_mark([("idc1", "idc2", OffsetSyncFacts(unconfirmed.pairs, unreadable="gone"))])}
+
+    def reason(memory, marks, now):
+        return partitions_to_revisit(pair(), pair(), memory, {}, now, 2.0, RETRY_S, marks).get(KEY)
+
+    assert reason(waiting, {("t", 0): then}, 150.0) is None  # the same pairs: nothing new to prove with
+    for marks in (stamped, newer, unreadable, {}):  # a first stamp, a new pair, the topic unreadable, gone
+        assert reason(waiting, marks, 102.0) is RevisitReason.OFFSET_SYNCS_CHANGED, marks
+        assert reason(waiting, marks, 101.0) is None  # not before revisit_s
+    settled = {KEY: replace(SETTLED, offset_syncs_mark=then)}
+    assert reason(settled, stamped, 150.0) is None  # an exact, synced answer does not move
