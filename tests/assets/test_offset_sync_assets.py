@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 import uuid
 
 import dagster as dg
@@ -127,7 +128,7 @@ def test_a_continuous_run_commits_behind_plain_mirror_maker_2(kafka_pair, chdb_d
     group = f"mm2 continuous {uuid.uuid4().hex[:6]} ü"
     member = Member(kafka_pair.bootstrap(ACTIVE), group, topic)
     outcome: dict = {}
-    run_for_s = 60
+    run_for_s = 90
 
     def materialize() -> None:
         outcome["result"] = dg.materialize([offset_continuous_sync], resources=resources(kafka_pair, chdb_dsn),
@@ -137,32 +138,39 @@ def test_a_continuous_run_commits_behind_plain_mirror_maker_2(kafka_pair, chdb_d
                                                "translation": {"topic_shapes": {topic: "one_way:idc1"}},
                                            }}}}, raise_on_error=False)
 
+    end = 40
     try:
         member.commit(topic, {0: 30})
         runner = threading.Thread(target=materialize)
         runner.start()
-        # The first cycles read the pairs and stamp them with idc1's end (40): nothing below c = 30
-        # is proven yet. The group moves on past that end; the pairs read before it now prove it.
-        produce(kafka_pair.bootstrap(ACTIVE), topic, range(40, 60))
-        wait_copied(kafka_pair, topic, 60)
-        member.commit(topic, {0: 50})
-        want = copy_of(kafka_pair, topic, 50, 60)
+        # The run reads the pairs and stamps them with idc1's end read after them: nothing below a
+        # group short of that end is proven. The group keeps up with the topic (c = the end, step by
+        # step); once it has passed the stamp of pairs the run read in an earlier cycle, they prove
+        # it. When the run's first cycle comes is up to the machine: the steps go on until then.
+        deadline = time.monotonic() + run_for_s - 10
+        while not committed(kafka_pair.bootstrap(STANDBY), group, topic) and time.monotonic() < deadline:
+            produce(kafka_pair.bootstrap(ACTIVE), topic, range(end, end + 10))
+            end += 10
+            wait_copied(kafka_pair, topic, end)
+            member.commit(topic, {0: end})
+            time.sleep(3)
+        c = end  # the group's last commit: the run syncs it (a commit of an earlier c is followed by this one)
+        want = copy_of(kafka_pair, topic, c - 1, end) + 1  # right past the copy of the last processed record
         wait_for(lambda: committed(kafka_pair.bootstrap(STANDBY), group, topic) == {0: want} or not runner.is_alive(),
-                 timeout=run_for_s, what="the continuous run's commit by offset syncs")
+                 timeout=30, what="the continuous run's commit by offset syncs")
         assert committed(kafka_pair.bootstrap(STANDBY), group, topic) == {0: want}
         runner.join(run_for_s + 180)
         assert not runner.is_alive()
     finally:
         member.close()
     assert outcome["result"].success
-    lost = lost_below(kafka_pair, topic, 50, want, 60)
-    assert lost == []
+    assert lost_below(kafka_pair, topic, c, want, end) == []
     client = resources(kafka_pair, chdb_dsn)["clickhouse"].get_client()
     strategies = rows(client, "SELECT strategy, status, committed, standby_offset FROM offset_translations "
                               "WHERE group_id = {g:String} ORDER BY cycle_time DESC LIMIT 1", g=group)
     assert strategies[0][:2] == ("offset_sync", "offset_sync_exact"), strategies
-    assert strategies[0][2:] == (50, want)
-    print(f"\ncontinuous: committed {STANDBY}:{want} for c=50 (offset_sync_exact), 0 of {want} records lost")
+    assert strategies[0][2:] == (c, want)
+    print(f"\ncontinuous: committed {STANDBY}:{want} for c={c} (offset_sync_exact), 0 of {want} records lost")
 
 
 def test_the_interval_cycle_commits_once_the_pairs_are_stamped_and_names_an_unreadable_topic(
