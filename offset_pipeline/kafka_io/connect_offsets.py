@@ -71,7 +71,10 @@ def read_connect_offsets(
     max_records: int = 1_000_000,
 ) -> ConnectOffsetsRead:
     """The positions of ``source_alias``'s flow kept in ``topic`` on ``cluster``. Never raises."""
-    unreadable = lambda why: ConnectOffsetsRead(cluster, topic, source_alias, unreadable=why)  # noqa: E731
+
+    def unreadable(why: str) -> ConnectOffsetsRead:
+        return ConnectOffsetsRead(cluster, topic, source_alias, unreadable=why)
+
     try:
         consumer = _consumer(conf)
     except KafkaException as exc:
@@ -87,7 +90,10 @@ def read_connect_offsets(
 def _read(consumer: Consumer, cluster: str, topic: str, source_alias: str, timeout_s: float,
           max_records: int) -> ConnectOffsetsRead:
     deadline = time.monotonic() + timeout_s
-    unreadable = lambda why: ConnectOffsetsRead(cluster, topic, source_alias, unreadable=f"{cluster}: {topic} {why}")  # noqa: E731
+
+    def unreadable(why: str) -> ConnectOffsetsRead:
+        return ConnectOffsetsRead(cluster, topic, source_alias, unreadable=f"{cluster}: {topic} {why}")
+
     described = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
     if described is None or described.error is not None:
         why = "does not exist" if described is None or described.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART \

@@ -16,9 +16,9 @@ up to where they end:
 
 A partition without a position is read from its log start (records below it are gone from B and no
 failover can read them); it gets a position only where copies were found (an empty partition: its
-end), else it stays without one (``mirror_position_unknown``). A record naming a third cluster, a malformed header or a local record stops
-the walk: nothing proves it is on the target. The position never moves back, and never past the log
-end read here.
+end), else it stays without one (``mirror_position_unknown``). A record naming a third cluster, a
+malformed header or a local record stops the walk: nothing proves it is on the target. The
+position never moves back, and never past the log end read here.
 
 Bounded: at most ``max_records`` offsets are walked per partition (beyond: the position stays as it
 was), every call has ``timeout_s``, the whole walk a deadline of ``timeout_s``; a partition not
@@ -45,8 +45,8 @@ def copied_through(
     *, timeout_s: float = 10.0, max_records: int = 10_000,
 ) -> dict[TP, int]:
     """``positions`` (the ``source``->``target`` flow's, on ``source``) carried over the target's copies
-    that follow them, for ``partitions``; a partition without a position gets one when everything
-    from its log start is such a copy. Partitions with neither stay absent."""
+    that follow them, for ``partitions``; a partition without a position gets one where its records
+    from its log start are such copies (or it is empty). Never raises."""
     out = {tp: p for tp, p in positions.items()}
     wanted = sorted(set(partitions))
     if not wanted:
@@ -56,35 +56,41 @@ def copied_through(
     for topic, partition in wanted:
         by_topic.setdefault(topic, []).append(partition)
     for topic, topic_partitions in by_topic.items():
-        with LeasedConsumers(ReadStats(), topic, deadline) as clients:
-            consumer = clients.get("copies", dict(source_conf))
-            for partition in topic_partitions:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return out
-                try:
-                    low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=left,
-                                                               cached=False)
-                except KafkaException:
-                    continue  # stays as stored
-                position = out.get((topic, partition))
-                start = low if position is None else max(position, low)
-                if start >= high:
-                    if position is None:
-                        out[(topic, partition)] = high  # nothing on the source (any more) to copy
-                    continue
-                if high - start > max_records:
-                    continue
-                reader = PartitionReader(consumer, topic, partition, read_from=source, peer=target, end=high,
-                                         deadline=deadline)
-                try:
-                    records, upto = reader.read(start)
-                except (TimeoutError, KafkaException):
-                    continue
-                through = next((r.offset for r in records if not _copy_of(r.origin, target)), upto)
-                if through > start:
-                    out[(topic, partition)] = through
+        try:
+            with LeasedConsumers(ReadStats(), topic, deadline) as clients:
+                consumer = clients.get("copies", dict(source_conf))
+                for partition in topic_partitions:
+                    if deadline <= time.monotonic():
+                        return out
+                    try:
+                        through = _walk(consumer, source, target, topic, partition, out.get((topic, partition)),
+                                        deadline, max_records)
+                    except KafkaException:
+                        continue  # this partition's position stays as stored
+                    if through is not None:
+                        out[(topic, partition)] = through
+        except KafkaException:
+            continue  # the source does not answer for this topic: its positions stay as stored
     return out
+
+
+def _walk(consumer, source: str, target: str, topic: str, partition: int, position: int | None, deadline: float,
+          max_records: int) -> int | None:
+    """The partition's new position, or None to keep it as it is."""
+    low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                               timeout=max(0.1, deadline - time.monotonic()), cached=False)
+    start = low if position is None else max(position, low)
+    if start >= high:
+        return high if position is None else None  # no position and nothing on the source (any more) to copy
+    if high - start > max_records:
+        return None
+    reader = PartitionReader(consumer, topic, partition, read_from=source, peer=target, end=high, deadline=deadline)
+    try:
+        records, upto = reader.read(start)
+    except TimeoutError:
+        return None
+    through = next((r.offset for r in records if not _copy_of(r.origin, target)), upto)
+    return through if through > start else None
 
 
 def _copy_of(origin: object, target: str) -> bool:

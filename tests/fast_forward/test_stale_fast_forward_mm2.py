@@ -161,7 +161,8 @@ def test_a_quiet_low_traffic_partition_is_fast_forwarded_behind_mirrormaker2(own
         run = stack.fast_forward(request.run_config)
         row = stack.fast_forward_rows(run.run_id)[(topic, 0)]
         t = log_end(idc2, topic)
-        assert (row["outcome"], row["decision"], row["new_offset"], row["applied"]) == ("fast_forwarded", "commit", t, True)
+        assert (row["outcome"], row["decision"], row["new_offset"], row["applied"]) == (
+            "fast_forwarded", "commit", t, True)
         assert committed(idc2, group, topic) == t
     finally:
         member.close()

@@ -12,7 +12,6 @@ offsets are read in tests/fast_forward/test_stale_fast_forward_mm2.py.
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -80,11 +79,9 @@ def test_a_missing_topic_and_a_silent_cluster_are_named_reasons(kafka_pair):
     conf = {"bootstrap.servers": kafka_pair.bootstrap("idc2"), "log_level": 3}
     missing = read_connect_offsets(conf, "idc2", "mm2-offsets.nowhere.internal", "idc1", timeout_s=10)
     assert (missing.unreadable, missing.positions) == ("idc2: mm2-offsets.nowhere.internal does not exist", {})
-    started = time.monotonic()
     silent = read_connect_offsets({"bootstrap.servers": f"127.0.0.1:{free_port()}", "log_level": 0}, "idc9",
                                   "mm2-offsets.idc1.internal", "idc1", timeout_s=2)
     assert silent.unreadable is not None and silent.unreadable.startswith("idc9"), silent.unreadable
-    assert time.monotonic() - started < 30  # bounded (generously: the machine is loaded)
 
 
 def test_a_position_is_carried_over_the_targets_copies_only(kafka_pair):

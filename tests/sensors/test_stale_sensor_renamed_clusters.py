@@ -41,7 +41,8 @@ def quiet_history_under(client, active: str, standby: str, group: str, now_ms: i
         "timestamp_inversion": False, "anchor_active_offset": None, "anchor_standby_offset": None, "safe_bound": None,
     }])
     snapshots.insert_rows(client, [
-        SnapshotRow(f"s{ms}", ms, cluster, group, "Empty", 0, "t", 0, 20 if cluster == active else None, True, 0, 20, 20)
+        SnapshotRow(f"s{ms}", ms, cluster, group, "Empty", 0, "t", 0, 20 if cluster == active else None,
+                    True, 0, 20, 20)
         for ms in (now_ms - 30_000, now_ms - 15_000, now_ms - 1_000) for cluster in (active, standby)
     ])
 
