@@ -23,8 +23,17 @@ from dataclasses import dataclass, field
 
 from offset_pipeline.continuous.run_state import Checkpoint, snapshot_tuple
 from offset_pipeline.monitoring.metrics_step import carried_cycle_rows, cycle_metrics
-from offset_pipeline.storage import commits, metrics, mirror_checks, readiness, snapshots, translations
+from offset_pipeline.storage import (
+    commits,
+    metrics,
+    mirror_checks,
+    offset_sync_pairs,
+    readiness,
+    snapshots,
+    translations,
+)
 from offset_pipeline.storage.deferred_writes import open_writer
+from offset_pipeline.sync.offset_sync_step import store_pairs
 from offset_pipeline.sync.shape_step import ShapeSettings, sample_and_detect
 
 
@@ -100,7 +109,8 @@ def write_checkpoint(clickhouse, checkpoint: Checkpoint, settings: CheckpointSet
     cp = checkpoint
     writer = open_writer(clickhouse, snapshots.ensure_table, translations.ensure_tables, commits.ensure_table,
                          metrics.ensure_tables, readiness.ensure_table,
-                         mirror_checks.ensure_table)  # every table Grafana reads exists from the first cycle
+                         mirror_checks.ensure_table,  # every table Grafana reads exists from the first cycle
+                         offset_sync_pairs.ensure_table)
     error = writer.outcome.error
     metric_rows, statuses, detected, written = 0, {}, None, 0
     try:
@@ -112,6 +122,7 @@ def write_checkpoint(clickhouse, checkpoint: Checkpoint, settings: CheckpointSet
         written += translations.insert_anchors(writer, cp.anchor_rows)
         written += commits.insert_rows(writer, cp.commit_rows)
         written += readiness.insert_rows(writer, cp.readiness_rows)
+        written += store_pairs(writer, cp.offset_sync_rows, cp.time_ms)
         if writer.client is not None and error is None and not writer.outcome.deferred:
             log_end, fact_rows = carried_cycle_rows(cp.snapshot_rows, cp.translation_rows, cp.commit_rows)
             done = cycle_metrics(writer, cp.checkpoint_id, cp.time_ms, log_end, fact_rows,

@@ -58,6 +58,7 @@ from offset_pipeline.storage import (
     commits,
     deferrals,
     fast_forwards,
+    offset_sync_pairs,
     snapshots,
     translations,
 )
@@ -78,7 +79,7 @@ from offset_pipeline.sync.commit_cycle import (
 from offset_pipeline.sync.commit_step import CycleContext
 from offset_pipeline.settings import OffsetSyncsTopic
 from offset_pipeline.sync.gc_pause import cyclic_gc_paused
-from offset_pipeline.sync.offset_sync_step import OffsetSyncsReader
+from offset_pipeline.sync.offset_sync_step import OffsetSyncsReader, restored_reader
 from offset_pipeline.sync.shape_step import sample_and_detect
 from offset_pipeline.sync.snapshot_step import read_clusters
 from offset_pipeline.sync.spark_translation import result_row
@@ -413,10 +414,11 @@ class ContinuousSync:
         self._number += 1
         cycle_id = self._checkpoint_id()
         time_ms = int(time.time() * 1000)
+        writer = open_writer(self.io.clickhouse, snapshots.ensure_table, translations.ensure_tables, commits.ensure_table,
+                             fast_forwards.ensure_table, deferrals.ensure_table, offset_sync_pairs.ensure_table)
+        self._restore_offset_syncs(writer.client if writer.outcome.error is None else None)
         snapshot = self._read(cycle_id, time_ms)
         tuples = [snapshot_tuple(r) for r in snapshot]
-        writer = open_writer(self.io.clickhouse, snapshots.ensure_table, translations.ensure_tables, commits.ensure_table,
-                             fast_forwards.ensure_table, deferrals.ensure_table)
         snapshots.insert_rows(writer, snapshot)
         client = writer.client if writer.outcome.error is None and not writer.outcome.deferred else None
         earlier = read_earlier_cycles(client, writer.outcome.error or "the snapshot was spooled", cycle_id, tuples,
@@ -440,6 +442,16 @@ class ContinuousSync:
             self.log.warning(f"offset-sync unrecorded standby change: {change}")
         self._record(outcome)
         self._checkpoint(cycle_id, time_ms, with_snapshot=False)
+
+    def _restore_offset_syncs(self, client) -> None:
+        """MirrorMaker 2's pairs and stamps earlier runs stored: the run goes on from them (a group
+        lagging behind keeps the proofs of the stamps it passed). Without them it reads afresh."""
+        if not self.settings.offset_syncs_topics:
+            return
+        self._offset_syncs, why = restored_reader(
+            self.settings.offset_syncs_topics, {name: r.client_config for name, r in self.io.clusters.items()}, client)
+        if why:
+            self.log.warning(f"offset-sync pairs not restored: {why}")
 
     def _first_shapes(self, client, cycle_id: str, time_ms: int, tuples: list[tuple]) -> None:
         """The shapes of unconfigured topics for the first cycle, as the interval mode detects them
@@ -471,6 +483,7 @@ class ContinuousSync:
         self._last_checkpoint_id = checkpoint_id
         checkpoint = self.state.checkpoint(checkpoint_id, time_ms or int(time.time() * 1000),
                                            self.settings.max_sync_age_s)
+        checkpoint = replace(checkpoint, offset_sync_rows=self._offset_syncs.take_unstored())
         self.last_readiness = checkpoint.readiness_rows
         if not with_snapshot:  # the first cycle wrote its snapshot before reading the history
             checkpoint = replace(checkpoint, snapshot_rows=[])

@@ -76,6 +76,9 @@ class Checkpoint:
     commit_rows: list[CommitRow]
     anchor_rows: list[dict[str, Any]]
     readiness_rows: list[ReadinessRow] = field(default_factory=list)
+    # MirrorMaker 2's pairs and stamps the run added since the last checkpoint
+    # (sync/offset_sync_step.OffsetSyncsReader.take_unstored), for the next run
+    offset_sync_rows: list = field(default_factory=list)
 
 
 @dataclass

@@ -11,12 +11,14 @@ already stamped keeps its earliest stamp (``sync/offset_sync_stamps.py``).
 What is kept between cycles (:class:`OffsetSyncsReader`): per topic, the pairs read so far, thinned
 (:func:`thinned_pairs`) and the newest ``max_pairs`` per partition (older ones only serve groups
 lagging far behind, and dropping a pair only ever proves less), their stamps, and where the next
-read starts. A continuous run keeps
-one reader for its life. The interval mode starts a process per cycle: its reader is restored from
-the rows the previous cycles stored (``storage/offset_sync_pairs.py``, :meth:`restore`) and the
-cycle stores what it added (:meth:`new_rows`). Re-deriving the stamps instead is not possible: a
-fresh process can stamp a pair only with an end read after it, which is never below the committed
-offsets it read before, so an active group would never pass its stamp.
+read starts. A continuous run keeps one reader for its life, restored when it starts from what
+earlier runs stored and storing what it added at each checkpoint (its successor, after the
+rollover, goes on from there). The interval mode starts a process per cycle: its reader is restored
+from the rows the previous cycles stored (``storage/offset_sync_pairs.py``, :func:`restored_reader`)
+and the cycle stores what it added (:func:`store_new_pairs`). Re-deriving the stamps instead is not
+possible: a fresh process can stamp a pair only with an end read after it, which is never below the
+committed offsets it read before, so a group that never catches up with its log end would never
+pass its stamp.
 
 Faults: a topic that cannot be read (missing, refused, timed out, its cluster's child died) is a
 reason on its direction's facts (``offset_syncs_unreadable`` on the rows that need the pairs); the
@@ -76,6 +78,8 @@ class _TopicState:
     read: OffsetSyncsRead | None = None  # this cycle's read, until observed
     added: list[StoredPair] = field(default_factory=list)  # new pairs or stamps of the last observe
     advanced: bool = False  # the last observe moved where the next read starts
+    unstored: list[StoredPair] = field(default_factory=list)  # ``added`` since the last take_unstored
+    unstored_advanced: bool = False
 
 
 class OffsetSyncsReader:
@@ -159,6 +163,8 @@ class OffsetSyncsReader:
                 for (u, d), stamp in dict(self._stamped(state, key)).items():
                     if (key, u, d) not in before or (before[(key, u, d)] is None and stamp is not None):
                         state.added.append((key[0], key[1], u, d, stamp))
+            state.unstored += state.added
+            state.unstored_advanced = state.unstored_advanced or state.advanced
 
     @staticmethod
     def _stamped(state: _TopicState, key: PartitionKey) -> list[tuple[tuple[int, int], int | None]]:
@@ -187,6 +193,17 @@ class OffsetSyncsReader:
         """The last :meth:`observe` moved where the flow's next read starts (so it must be stored)."""
         state = self._topics.get((source, target))
         return bool(state and state.advanced)
+
+    def take_unstored(self) -> list[tuple[OffsetSyncsTopic, list[StoredPair], int]]:
+        """What the observes since the last call added, per flow whose store needs a row (new pairs,
+        first stamps, or a read that moved on), with where the next read starts; forgotten here, the
+        caller stores it (a continuous run at its checkpoints, an interval cycle at its end)."""
+        out = []
+        for state in self._topics.values():
+            if state.unstored or state.unstored_advanced:
+                out.append((state.topic, state.unstored, state.next_offset))
+            state.unstored, state.unstored_advanced = [], False
+        return out
 
     def new_rows(self) -> dict[FlowKey, tuple[OffsetSyncsTopic, list[StoredPair], int]]:
         """Per flow: what the last :meth:`observe` added (new pairs, first stamps) and where the next
@@ -220,9 +237,13 @@ def restored_reader(topics: Iterable[OffsetSyncsTopic], client_configs: Mapping[
 def store_new_pairs(writer, reader: OffsetSyncsReader, cycle_time_ms: int) -> int:
     """The pairs and first stamps this cycle added, and where each read stopped, for the next
     cycle (``writer``: a storage writer; spooled when ClickHouse is down). Returns rows written."""
+    return store_pairs(writer, reader.take_unstored(), cycle_time_ms)
+
+
+def store_pairs(writer, unstored: list[tuple[OffsetSyncsTopic, list[StoredPair], int]], time_ms: int) -> int:
+    """:meth:`OffsetSyncsReader.take_unstored`'s rows into ``offset_sync_pairs``. Returns rows written."""
     written = 0
-    for (source, target), (topic, added, next_offset) in reader.new_rows().items():
-        if added or reader.was_read(source, target):
-            written += offset_sync_pairs.insert_pairs(writer, source, target, topic.stored_on, topic.topic, added,
-                                                      next_offset, cycle_time_ms)
+    for topic, added, next_offset in unstored:
+        written += offset_sync_pairs.insert_pairs(writer, topic.source, topic.target, topic.stored_on, topic.topic,
+                                                  added, next_offset, time_ms)
     return written

@@ -12,7 +12,7 @@ Loss is counted on the two logs by record identity (DESIGN.md §2): every record
 committed standby offset must be a copy of a record of idc1 below ``c`` (values are unique).
 
 * the continuous run (``offset_continuous_sync``) commits ``t`` for a group that moved past the
-  stamps of pairs it read in earlier cycles of the same run;
+  stamps of pairs it read in earlier cycles of the same run, and its checkpoints store the stamps;
 * the interval cycle (the four assets, a new reader each run, restored from ``offset_sync_pairs``)
   commits on the cycle after the one that stamped the pairs; in the same cycles a group on a
   topic of the other direction, whose offset-syncs topic does not exist, gets
@@ -170,6 +170,10 @@ def test_a_continuous_run_commits_behind_plain_mirror_maker_2(kafka_pair, chdb_d
                               "WHERE group_id = {g:String} ORDER BY cycle_time DESC LIMIT 1", g=group)
     assert strategies[0][:2] == ("offset_sync", "offset_sync_exact"), strategies
     assert strategies[0][2:] == (c, want)
+    # the checkpoints stored the run's pairs and stamps: the next run (after the rollover) goes on from them
+    [(stamped,)] = rows(client, "SELECT countIf(active_end_after IS NOT NULL) FROM offset_sync_pairs "
+                                "WHERE topic = {t:String}", t=topic)
+    assert stamped >= 1
     print(f"\ncontinuous: committed {STANDBY}:{want} for c={c} (offset_sync_exact), 0 of {want} records lost")
 
 

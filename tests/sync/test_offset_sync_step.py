@@ -157,3 +157,15 @@ def test_the_store_round_trips_the_reader(chdb_dsn):
     assert third.facts()[("t", 0, "idc1", "idc2")].pairs == (SyncPair(9, 8, 20), SyncPair(15, 14, 20))
     nothing, why = restored_reader([FLOW], {"idc1": dict}, None)
     assert "ClickHouse" in why and nothing.facts() == {}
+
+
+def test_what_is_not_stored_yet_accumulates_until_taken():
+    r = reader()
+    feed(r, pairs_read([(9, 8)], 1), end=None)
+    feed(r, pairs_read([(15, 14)], 2), end=20)
+    [(topic, rows, next_offset)] = r.take_unstored()  # a continuous run's checkpoint, two cycles later
+    assert (topic, next_offset) == (FLOW, 2)
+    assert rows == [("t", 0, 9, 8, None), ("t", 0, 9, 8, 20), ("t", 0, 15, 14, 20)]
+    assert r.take_unstored() == []  # taken: stored once
+    feed(r, pairs_read([], 2), end=30)
+    assert r.take_unstored() == []  # nothing new, the read did not move on
