@@ -210,6 +210,7 @@ class ContinuousSync:
         self._local = LocalTranslation()
         self._offset_syncs = OffsetSyncsReader(
             settings.offset_syncs_topics, {name: resource.client_config for name, resource in io.clusters.items()})
+        self._marks: dict[tuple[str, int], tuple] = {}  # (topic, partition) -> (facts ids, mark, facts)
         self._checkpoints = CheckpointWriter(io.clickhouse, settings.checkpoint, io.release_clickhouse)
         self._number = 0
         self._unavailable: dict[str, str] = {}  # this cycle's clusters that did not answer
@@ -363,7 +364,17 @@ class ContinuousSync:
         by_partition: dict[tuple[str, int], list] = {}
         for (topic, partition, active, standby), facts in (syncs if syncs is not None else self._offset_syncs.facts()).items():
             by_partition.setdefault((topic, partition), []).append((active, standby, facts))
-        return {key: offset_syncs_mark(sides) for key, sides in by_partition.items()}
+        marks = {}
+        for key, sides in by_partition.items():
+            # the reader hands an unchanged partition's facts as the same object: its mark is kept
+            ids = tuple(id(facts) for *_, facts in sides)
+            cached = self._marks.get(key)
+            if cached is None or cached[0] != ids:
+                cached = self._marks[key] = (ids, offset_syncs_mark(sides), sides)  # sides keep the ids alive
+            marks[key] = cached[1]
+        for key in [k for k in self._marks if k not in by_partition]:
+            del self._marks[key]
+        return marks
 
     def _translate(self, work: list[dict], cycle_id: str, time_ms: int) -> tuple[list[dict], str]:
         if not work:

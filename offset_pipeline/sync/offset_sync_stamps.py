@@ -60,6 +60,24 @@ class OffsetSyncStamps:
         self._stamps = kept
         self._pairs = {key: tuple(value) for key, value in pairs.items()}
 
+    def update(self, pairs: Mapping[PartitionKey, tuple[tuple[int, int], ...]],
+               active_ends_after: Mapping[PartitionKey, int]) -> None:
+        """:meth:`observe` for the partitions in ``pairs`` only (each with all its pairs now); the
+        other partitions keep their pairs and stamps. What a run reading incrementally calls for
+        the partitions a cycle touched, so a cycle costs what changed, not every pair kept."""
+        self._unreadable = None
+        for key, partition_pairs in pairs.items():
+            end = active_ends_after.get(key)
+            now = {(key[0], key[1], u, d) for u, d in partition_pairs}
+            for u, d in self._pairs.get(key, ()):
+                pair_key = (key[0], key[1], u, d)
+                if pair_key not in now:
+                    self._stamps.pop(pair_key, None)  # no longer kept: forgotten with its stamp
+            for pair_key in now:
+                if pair_key not in self._stamps and end is not None:
+                    self._stamps[pair_key] = end
+            self._pairs[key] = tuple(partition_pairs)
+
     def restore(self, pairs: Mapping[PartitionKey, tuple[tuple[int, int], ...]], stamps: Mapping[PairKey, int]) -> None:
         """What an earlier process kept: the pairs per partition in the topic's order and their stamps
         (each an end that process read after the pair; a stamp of a pair not given is dropped)."""

@@ -9,9 +9,9 @@ that. A pair read for the first time is therefore stamped only with an end read 
 already stamped keeps its earliest stamp (``sync/offset_sync_stamps.py``).
 
 What is kept between cycles (:class:`OffsetSyncsReader`): per topic, the pairs read so far, thinned
-(:func:`thinned_pairs`) and the newest ``max_pairs`` per partition (older ones only serve groups
-lagging far behind, and dropping a pair only ever proves less), their stamps, and where the next
-read starts. A continuous run keeps one reader for its life, restored when it starts from what
+(:func:`thinned_pairs`) and bounded per partition (:func:`bounded_pairs`: the newest densely, older
+ones ever more sparsely; dropping a pair only ever proves less), their stamps, and where the next
+read starts. A cycle's work is what its read touched, not every pair kept. A continuous run keeps one reader for its life, restored when it starts from what
 earlier runs stored and storing what it added at each checkpoint (its successor, after the
 rollover, goes on from there). The interval mode starts a process per cycle: its reader is restored
 from the rows the previous cycles stored (``storage/offset_sync_pairs.py``, :func:`restored_reader`)
@@ -39,7 +39,7 @@ from offset_pipeline.storage import offset_sync_pairs
 from offset_pipeline.sync.offset_sync_stamps import OffsetSyncStamps
 from offset_pipeline.translation import OffsetSyncFacts
 
-MAX_PAIRS_PER_PARTITION = 1000  # the newest pairs kept per partition (the largest d wins anyway)
+MAX_PAIRS_PER_PARTITION = 256  # pairs kept per partition: the newest densely, older ones ever more sparsely
 MAX_RECORDS_PER_READ = 200_000  # a long backlog is read over several cycles, each within its bound
 
 FlowKey = tuple[str, str]  # source, target
@@ -69,6 +69,23 @@ def thinned_pairs(previous: tuple[int, int] | None, new: list[tuple[int, int]]) 
     return [new[i] for i in sorted(keep)]
 
 
+def bounded_pairs(pairs: list[tuple[int, int]], cap: int) -> list[tuple[int, int]]:
+    """``pairs`` (a partition's kept pairs, in order) cut to at most ``cap``: the pairs before the
+    last step back of the downstream offset go (the rule never uses them) but the one right before
+    it (which shows the step); then, while too many are left, every other pair of the older half of
+    the rest goes. Dropping a pair only proves less (a group then starts from an older pair: more
+    duplicates, never a loss); halving the older half again and again keeps pairs for groups far
+    behind, ever more sparsely, and the newest ones densely."""
+    if len(pairs) <= cap:
+        return pairs
+    last_step = max((i for i in range(1, len(pairs)) if pairs[i][1] < pairs[i - 1][1]), default=0)
+    head, rest = pairs[max(last_step - 1, 0):last_step], pairs[last_step:]
+    while len(head) + len(rest) > cap and len(rest) > 2:
+        half = len(rest) // 2
+        rest = rest[:half][1::2] + rest[half:]  # keeps the older half's every second pair
+    return (head + rest)[-cap:]
+
+
 @dataclass
 class _TopicState:
     topic: OffsetSyncsTopic
@@ -80,6 +97,10 @@ class _TopicState:
     advanced: bool = False  # the last observe moved where the next read starts
     unstored: list[StoredPair] = field(default_factory=list)  # ``added`` since the last take_unstored
     unstored_advanced: bool = False
+    unstamped: set[PartitionKey] = field(default_factory=set)  # partitions with a pair not stamped yet
+    # each partition's facts as the translation takes them, built once per change (a continuous
+    # cycle asks for every partition's, most unchanged since the last cycle)
+    facts: dict[PartitionKey, OffsetSyncFacts] = field(default_factory=dict)
 
 
 class OffsetSyncsReader:
@@ -110,9 +131,11 @@ class OffsetSyncsReader:
                 key = (topic, partition, u, d)
                 stamps[key] = min(stamps.get(key, end), end)
         for kept in state.pairs.values():
-            del kept[:-self.max_pairs]
-        state.stamps = OffsetSyncStamps()
+            kept[:] = bounded_pairs(kept, self.max_pairs)
+        state.stamps, state.facts = OffsetSyncStamps(), {}
         state.stamps.restore({k: tuple(v) for k, v in state.pairs.items()}, stamps)
+        state.unstamped = {key for key, kept in state.pairs.items()
+                           if any((key[0], key[1], u, d) not in stamps for u, d in kept)}
         state.next_offset = max(0, int(next_offset))
 
     # -- the read, before the log ranges ---------------------------------------------------------
@@ -141,28 +164,41 @@ class OffsetSyncsReader:
                 continue
             if read.unreadable is not None:
                 state.stamps.observe({}, {}, unreadable=read.unreadable)
+                state.facts = {}
                 continue
             if read.next_offset is not None and read.next_offset < state.next_offset:
                 # The topic was recreated or truncated: what was kept may belong to another log.
                 state.pairs, state.stamps, state.next_offset, state.advanced = {}, OffsetSyncStamps(), 0, True
+                state.unstamped, state.facts = set(), {}
                 state.stamps.observe({}, {}, unreadable=f"{read.cluster}: {read.topic} starts over "
                                                         "(its end went back): read again next cycle")
                 continue
-            before = {(key, u, d): stamp for key in state.pairs for (u, d), stamp in self._stamped(state, key)}
+            ends = {(r.topic, r.partition): r.log_end for r in ranges.get(state.topic.source, ())}
+            # only the partitions this read named, and those waiting for a first stamp, can change
+            touched = set(read.pairs) | {key for key in state.unstamped if key in ends}
+            if state.stamps.facts("", -1).unreadable is not None:
+                state.facts = {}  # read again after a failed read: every partition's reason goes
+            for key in touched:
+                state.facts.pop(key, None)
+            before = {(key, u, d): stamp for key in touched for (u, d), stamp in self._stamped(state, key)}
             for key, new in read.pairs.items():
                 kept = state.pairs.setdefault(key, [])
                 kept.extend(thinned_pairs(kept[-1] if kept else None, list(new)))
-                del kept[:-self.max_pairs]
-            ends = {(r.topic, r.partition): r.log_end for r in ranges.get(state.topic.source, ())}
-            state.stamps.observe({k: tuple(v) for k, v in state.pairs.items()}, ends)
+                kept[:] = bounded_pairs(kept, self.max_pairs)
+            state.stamps.update({key: tuple(state.pairs[key]) for key in touched}, ends)
             if read.next_offset is not None:
                 state.advanced = read.next_offset != state.next_offset
                 state.next_offset = read.next_offset
             # what the store lacks: pairs read for the first time, and pairs that got their first stamp
-            for key in state.pairs:
-                for (u, d), stamp in dict(self._stamped(state, key)).items():
+            for key in touched:
+                stamped = self._stamped(state, key)
+                for (u, d), stamp in dict(stamped).items():
                     if (key, u, d) not in before or (before[(key, u, d)] is None and stamp is not None):
                         state.added.append((key[0], key[1], u, d, stamp))
+                if any(stamp is None for _, stamp in stamped):
+                    state.unstamped.add(key)
+                else:
+                    state.unstamped.discard(key)
             state.unstored += state.added
             state.unstored_advanced = state.unstored_advanced or state.advanced
 
@@ -174,9 +210,16 @@ class OffsetSyncsReader:
 
     def facts(self) -> dict[tuple[str, int, str, str], OffsetSyncFacts]:
         """(topic, partition, active, standby) -> the stamped pairs kept for that partition, as
-        ``build_work`` takes them (``offset_syncs``)."""
-        return {(topic, partition, source, target): state.stamps.facts(topic, partition)
-                for (source, target), state in self._topics.items() for topic, partition in state.pairs}
+        ``build_work`` takes them (``offset_syncs``). A partition unchanged since the last call gives
+        the same object."""
+        out: dict[tuple[str, int, str, str], OffsetSyncFacts] = {}
+        for (source, target), state in self._topics.items():
+            for key in state.pairs:
+                facts = state.facts.get(key)
+                if facts is None:
+                    facts = state.facts[key] = state.stamps.facts(*key)
+                out[(key[0], key[1], source, target)] = facts
+        return out
 
     def direction_facts(self) -> dict[FlowKey, OffsetSyncFacts]:
         """(active, standby) -> the facts of a partition without pairs in a direction whose topic is

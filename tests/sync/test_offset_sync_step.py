@@ -17,7 +17,13 @@ from hypothesis import strategies as st
 from offset_pipeline.kafka_io.group_offsets import PartitionRange
 from offset_pipeline.kafka_io.offset_syncs import OffsetSyncsRead
 from offset_pipeline.settings import OffsetSyncsTopic
-from offset_pipeline.sync.offset_sync_step import OffsetSyncsReader, restored_reader, store_new_pairs, thinned_pairs
+from offset_pipeline.sync.offset_sync_step import (
+    OffsetSyncsReader,
+    bounded_pairs,
+    restored_reader,
+    store_new_pairs,
+    thinned_pairs,
+)
 from offset_pipeline.translation import OffsetSyncFacts, SyncPair, TopicShape, TranslationStatus
 from offset_pipeline.translation.facts import PartitionFacts
 from offset_pipeline.translation.offset_sync_anchor import offset_sync_proof
@@ -169,3 +175,38 @@ def test_what_is_not_stored_yet_accumulates_until_taken():
     assert r.take_unstored() == []  # taken: stored once
     feed(r, pairs_read([], 2), end=30)
     assert r.take_unstored() == []  # nothing new, the read did not move on
+
+
+@pytest.mark.parametrize("pairs, cap, kept", [
+    ([(1, 1), (2, 2)], 4, [(1, 1), (2, 2)]),
+    ([(i, i) for i in range(8)], 6, [(1, 1), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7)]),
+    ([(0, 50), (1, 60), (2, 3), (3, 4), (4, 5)], 4, [(1, 60), (2, 3), (3, 4), (4, 5)]),  # the step kept visible
+])
+def test_bounded_pairs(pairs, cap, kept):
+    assert bounded_pairs(pairs, cap) == kept
+
+
+@given(st.lists(st.tuples(st.integers(0, 99), st.integers(0, 99)), max_size=40), st.integers(3, 12),
+       st.integers(0, 120))
+def test_bounding_never_proves_more_and_stays_bounded(raw, cap, c):
+    """Each pair its own stamp (u + 1: read right after it was written): what the bounded pairs
+    prove is never more than what all of them prove (dropping a pair only proves less)."""
+    pairs = list(dict.fromkeys(raw))
+    bounded = bounded_pairs(pairs, cap)
+    assert len(bounded) <= max(cap, 2) + 1 and all(p in pairs for p in bounded)
+    whole = offset_sync_proof(_facts(tuple(SyncPair(u, d, u + 1) for u, d in pairs), c, 100))
+    thin = offset_sync_proof(_facts(tuple(SyncPair(u, d, u + 1) for u, d in bounded), c, 100))
+    if not isinstance(thin, tuple):
+        assert not isinstance(whole, tuple) and thin.t <= whole.t, (whole, thin)
+
+
+def test_an_update_touches_only_the_partitions_given():
+    from offset_pipeline.sync.offset_sync_stamps import OffsetSyncStamps
+
+    stamps = OffsetSyncStamps()
+    stamps.update({("t", 0): ((1, 1),), ("t", 1): ((5, 4),)}, {("t", 0): 10})
+    stamps.update({("t", 1): ((5, 4), (7, 6))}, {("t", 1): 20, ("t", 0): 30})
+    assert stamps.facts("t", 0).pairs == (SyncPair(1, 1, 10),)  # not given: kept as it was
+    assert stamps.facts("t", 1).pairs == (SyncPair(5, 4, 20), SyncPair(7, 6, 20))
+    stamps.update({("t", 1): ((7, 6),)}, {("t", 1): 40})
+    assert stamps.facts("t", 1).pairs == (SyncPair(7, 6, 20),)  # (5, 4) gone with its stamp; 7's first kept
