@@ -224,6 +224,7 @@ def assert_no_loss_and_synced(outcomes, *, one_way_duplicates_allowed: bool) -> 
         assert o.lost == 0, (label, o.lost_ids)
         assert o.synced_all, label
         assert o.resumed_at_synced, label
+        assert o.cycles_after_stop >= 1, label
         if o.trial.shape != "two_way" and not one_way_duplicates_allowed:
             assert o.duplicates == 0, label
 
@@ -243,6 +244,7 @@ def assert_no_loss_after_a_mirror_outage(outcomes, *, one_way_duplicates_allowed
         label = (o.trial.group_id, o.trial.shape, o.trial.pattern, o.decisions, o.synced)
         assert o.lost == 0, (label, o.lost_ids)
         assert o.resumed_at_synced, label
+        assert o.cycles_after_stop >= 1, label
         if o.trial.shape != "two_way":
             assert o.synced_all, label
             if not one_way_duplicates_allowed:
