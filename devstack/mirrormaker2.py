@@ -181,6 +181,10 @@ class MirrorMaker2Config:
     exactly_once: bool = True
     refresh_topics_s: int = 1
     heap: str = "512m"
+    # Plain MirrorMaker 2 (benchmarks and the offset-sync tests): no transform, and its offset syncs
+    # on. Without the origin headers nothing drops copies, so only the first cluster's flow runs.
+    origin_headers: bool = True
+    one_way: bool = False  # only clusters[0] -> clusters[1]
 
     def __post_init__(self) -> None:
         a, b = self.clusters
@@ -188,6 +192,9 @@ class MirrorMaker2Config:
             raise DevStackError(f"MirrorMaker 2 needs two clusters of different names, got {a.name!r} twice")
         if "," in self.topics:
             raise DevStackError(f"MirrorMaker 2's topic regex may hold no comma (its setting is a list): {self.topics!r}")
+        if not self.origin_headers and not self.one_way:
+            raise DevStackError("MirrorMaker 2 without the origin-header transform mirrors one way only (one_way=True): "
+                                "two flows over same-named topics would copy copies back")
         if self.exactly_once and self.rest_port is None:
             raise DevStackError("MirrorMaker 2 with exactly-once needs its internal REST server: give rest_port")
         for endpoint in self.clusters:
@@ -196,9 +203,10 @@ class MirrorMaker2Config:
                                     "use the Python mirror (devstack.mirror) for secure clusters")
 
     @property
-    def flows(self) -> tuple[tuple[str, str], tuple[str, str]]:
+    def flows(self) -> tuple[tuple[str, str], ...]:
+        """The flows that run (source, target)."""
         a, b = (endpoint.name for endpoint in self.clusters)
-        return (a, b), (b, a)
+        return ((a, b),) if self.one_way else ((a, b), (b, a))
 
     @property
     def log_path(self) -> Path:
@@ -218,7 +226,7 @@ def mm2_properties(config: MirrorMaker2Config) -> dict[str, str]:
         # connector settings shared by every flow
         "emit.heartbeats.enabled": "false",
         "emit.checkpoints.enabled": "false",
-        "emit.offset-syncs.enabled": "false",
+        "emit.offset-syncs.enabled": "false" if config.origin_headers else "true",
         "sync.group.offsets.enabled": "false",
         "sync.topic.acls.enabled": "false",
         "sync.topic.configs.enabled": "false",
@@ -255,11 +263,18 @@ def mm2_properties(config: MirrorMaker2Config) -> dict[str, str]:
     if config.rest_port is not None:  # always so with exactly-once (checked by the config)
         props["dedicated.mode.enable.internal.rest"] = "true"
         props["listeners"] = f"http://127.0.0.1:{config.rest_port}"
+    if config.one_way:
+        a, b = names
+        props[f"{b}->{a}.enabled"] = "false"
     for source, target in config.flows:
         flow = f"{source}->{target}"
         props.update({
             f"{flow}.enabled": "true",
             f"{flow}.topics": f"{config.topics}, {re.escape(PROBE_TOPIC)}",
+        })
+        if not config.origin_headers:
+            continue
+        props.update({
             f"{flow}.transforms": "dropCopies,origin",
             f"{flow}.transforms.dropCopies.type": "org.apache.kafka.connect.transforms.Filter",
             f"{flow}.transforms.dropCopies.predicate": "isCopy",
@@ -389,7 +404,8 @@ class MirrorMaker2:
                     if probe is None:  # (re)sent until a copy is seen: MirrorMaker 2 may start late
                         pending[(source, target)] = _send_probe(endpoints[source], endpoints[target])
                     elif _probe_copied(endpoints[target], probe, source,
-                                       wait_s=min(2.0, max(0.1, deadline - time.monotonic()))):
+                                       wait_s=min(2.0, max(0.1, deadline - time.monotonic())),
+                                       with_headers=self.config.origin_headers):
                         del pending[(source, target)]
                     elif time.monotonic() - probe.sent_at > 10:
                         pending[(source, target)] = None
@@ -480,8 +496,10 @@ def _send_probe(source: MirrorEndpoint, target: MirrorEndpoint) -> _Probe:
     return _Probe(token, delivered[0][1].offset(), target_start, time.monotonic())
 
 
-def _probe_copied(target: MirrorEndpoint, probe: _Probe, source_name: str, wait_s: float) -> bool:
-    """The probe's copy is on ``target``, with the origin headers of its source and offset."""
+def _probe_copied(target: MirrorEndpoint, probe: _Probe, source_name: str, wait_s: float,
+                  with_headers: bool = True) -> bool:
+    """The probe's copy is on ``target``, with the origin headers of its source and offset (unless
+    ``with_headers`` is off: plain MirrorMaker 2)."""
     consumer = Consumer({**target.settings(), "group.id": "offset-pipeline-mm2-probe", "log_level": 3,
                          "enable.auto.commit": False, "isolation.level": "read_committed"})
     try:
@@ -492,6 +510,8 @@ def _probe_copied(target: MirrorEndpoint, probe: _Probe, source_name: str, wait_
             if message is None or message.error():
                 continue
             if message.value() == probe.token:
+                if not with_headers:
+                    return True
                 headers = dict(message.headers() or [])
                 expected = (source_name.encode(), str(probe.offset).encode())
                 if (headers.get(ORIGIN_CLUSTER_HEADER), headers.get(ORIGIN_OFFSET_HEADER)) != expected:
