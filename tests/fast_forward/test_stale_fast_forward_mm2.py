@@ -24,7 +24,6 @@ import uuid
 
 import dagster as dg
 import pytest
-from confluent_kafka import Consumer
 
 from devstack.mirrormaker2 import MirrorMaker2, MirrorMaker2Config
 from offset_pipeline.kafka_io.connect_offsets import read_connect_offsets
@@ -35,6 +34,7 @@ from tests.fast_forward.test_stale_fast_forward import (
     WINDOW_S,
     StaleStack,
     committed,
+    fail_over,
     log_end,
     produce,
     read_values,
@@ -167,22 +167,8 @@ def test_a_quiet_low_traffic_partition_is_fast_forwarded_behind_mirrormaker2(own
     finally:
         member.close()
     # Failover: nothing below t unprocessed, and the group reads only what comes after.
-    processed = {v for _, v in read_values(idc1, topic, 0, c)}
-    below_t = read_values(idc2, topic, 0, t)
-    assert [v for _, v in below_t if v not in processed] == [] and len(below_t) == 3
-    produce(idc2, topic, ["after-failover"])
-    resumed = Consumer({"bootstrap.servers": idc2, "group.id": group, "auto.offset.reset": "earliest",
-                        "enable.auto.commit": False, "isolation.level": "read_committed", "log_level": 3})
-    read_again: list[str] = []
-    try:
-        resumed.subscribe([topic])
-        deadline = time.monotonic() + 30
-        while "after-failover" not in read_again and time.monotonic() < deadline:
-            msg = resumed.poll(0.5)
-            if msg is not None and not msg.error():
-                read_again.append(msg.value().decode())
-    finally:
-        resumed.close()
+    lost, below_t, read_again = fail_over(idc1, idc2, group, topic, c, t)
+    assert lost == [] and len(below_t) == 3
     assert read_again == ["after-failover"]  # 0 duplicates, and the new record is not lost
 
 
