@@ -8,8 +8,8 @@ records first, then one MirrorMaker 2 (dedicated mode, one flow, exactly-once, t
 ``devstack/mirrormaker2.py``) starts and copies the backlog. The rate is the records over the
 seconds from the first copy seen on the target to the last (start-up excluded), read from the
 target's log ends every 0.1 s. Rounds alternate with and without the transform (with: the
-``Filter``+``HasHeaderKey`` drop and the ``OriginHeaders`` transform on the flow; without: plain
-MirrorMaker 2), so a drift of the machine's speed spreads over both. Prints one line per round and
+``Filter``+``HasHeaderKey`` drop and the ``OriginHeaders`` transform on the flow; without: the same
+MirrorMaker 2 without those two), so a drift of the machine's speed spreads over both. Prints one line per round and
 the medians.
 """
 
