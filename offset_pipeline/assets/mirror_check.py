@@ -18,7 +18,7 @@ from pydantic import Field
 from offset_pipeline.mirror_check.probe import ClusterAccess, check_mirrors
 from offset_pipeline.mirror_check.rules import MirrorVerdict, Proof
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
-from offset_pipeline.settings import kafka_timeout_s, parsed_topic_shapes
+from offset_pipeline.settings import kafka_timeout_s, offset_syncs_topics, parsed_topic_shapes
 from offset_pipeline.storage import mirror_checks
 from offset_pipeline.storage.deferred_writes import open_writer
 
@@ -49,8 +49,9 @@ def offset_mirror_proofs(
     """Per topic and direction: origin headers, offset syncs or no proof, and why."""
     started = time.monotonic()
     clusters = tuple(ClusterAccess(r.cluster_name, r.admin_config(), r.client_config()) for r in (idc1, idc2))
-    verdicts = check_mirrors(clusters, shapes=parsed_topic_shapes(), topics=config.topics or None,
-                             per_partition=config.records_per_partition, timeout_s=config.kafka_timeout_s)
+    verdicts = check_mirrors(clusters, shapes=parsed_topic_shapes(), syncs_topics=offset_syncs_topics(),
+                             topics=config.topics or None, per_partition=config.records_per_partition,
+                             timeout_s=config.kafka_timeout_s)
     check_id, now_ms = context.run.run_id or uuid.uuid4().hex, int(time.time() * 1000)
     writer = open_writer(clickhouse, mirror_checks.ensure_table)
     written = mirror_checks.insert_rows(writer, [

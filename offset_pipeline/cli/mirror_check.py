@@ -19,7 +19,7 @@ import sys
 from offset_pipeline.cli.connections import kafka_clusters
 from offset_pipeline.mirror_check.probe import ClusterAccess, check_mirrors
 from offset_pipeline.mirror_check.rules import MirrorVerdict, exit_code
-from offset_pipeline.settings import kafka_timeout_s, parsed_topic_shapes
+from offset_pipeline.settings import kafka_timeout_s, offset_syncs_topics, parsed_topic_shapes
 
 
 def add_parser(commands) -> None:
@@ -57,7 +57,8 @@ def as_json(verdicts: list[MirrorVerdict]) -> str:
 def verdicts_from_settings(topics: list[str] | None, records: int, timeout_s: float) -> list[MirrorVerdict]:
     clusters = tuple(ClusterAccess(r.cluster_name, r.admin_config(), r.client_config())
                      for r in kafka_clusters().values())
-    return check_mirrors(clusters, shapes=parsed_topic_shapes(), topics=topics, per_partition=records, timeout_s=timeout_s)
+    return check_mirrors(clusters, shapes=parsed_topic_shapes(), syncs_topics=offset_syncs_topics(), topics=topics,
+                         per_partition=records, timeout_s=timeout_s)
 
 
 def run(args) -> int:

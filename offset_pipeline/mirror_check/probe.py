@@ -25,6 +25,7 @@ from offset_pipeline.mirror_check.rules import (
     offset_syncs_flow,
     origin_counts,
 )
+from offset_pipeline.settings import OffsetSyncsTopic
 from offset_pipeline.translation.shape import TopicShape
 
 
@@ -60,9 +61,12 @@ def flow_pairs(read: OffsetSyncsRead) -> FlowPairs:
 def check_mirrors(
     clusters: tuple[ClusterAccess, ClusterAccess], *, topics: list[str] | None = None,
     shapes: dict[str, TopicShape] | None = None, per_partition: int = 10, timeout_s: float = 10.0,
+    syncs_topics: list[OffsetSyncsTopic] = (),
 ) -> list[MirrorVerdict]:
     """One verdict per topic and direction (the group's active -> standby), sorted by topic.
-    ``shapes``: the configured topic shapes (what says a topic without origin headers is one-way)."""
+    ``shapes``: the configured topic shapes (what says a topic without origin headers is one-way);
+    ``syncs_topics``: offset-syncs topics configured for the sync (``OFFSET_PIPELINE_OFFSET_SYNCS``),
+    read besides those found by MirrorMaker 2's naming."""
     names = (clusters[0].name, clusters[1].name)
     wanted = set(topics) if topics else None
 
@@ -77,7 +81,7 @@ def check_mirrors(
     with ThreadPoolExecutor(max_workers=2) as pool:
         evidence = dict(zip(names, pool.map(read, [(clusters[0], clusters[1]), (clusters[1], clusters[0])])))
     by_name = {c.name: c for c in clusters}
-    flows = _offset_syncs(evidence, by_name, names, timeout_s)
+    flows = _offset_syncs(evidence, by_name, names, timeout_s, syncs_topics)
 
     verdicts = []
     for topic in sorted(set().union(*(e.topics for e in evidence.values())) | (wanted or set())):
@@ -121,12 +125,12 @@ def _sync_evidence(topic: str, flows: list[FlowPairs]) -> OffsetSyncEvidence:
 
 
 def _offset_syncs(evidence: dict[str, ClusterEvidence], by_name: dict[str, ClusterAccess], names: tuple[str, str],
-                  timeout_s: float) -> dict[tuple[str, str], list[FlowPairs]]:
+                  timeout_s: float, configured: list[OffsetSyncsTopic]) -> dict[tuple[str, str], list[FlowPairs]]:
+    wanted = {(listed_on, topic): flow for listed_on, cluster in evidence.items() for topic in cluster.topic_names
+              if (flow := offset_syncs_flow(listed_on, topic, names)) is not None}
+    wanted.update({(c.stored_on, c.topic): (c.source, c.target) for c in configured})
     flows: dict[tuple[str, str], list[FlowPairs]] = defaultdict(list)
-    for listed_on, cluster in evidence.items():
-        for topic in sorted(cluster.topic_names):
-            flow = offset_syncs_flow(listed_on, topic, names)
-            if flow is not None:
-                read = read_offset_syncs(by_name[listed_on].client_config, listed_on, topic, timeout_s=timeout_s)
-                flows[flow].append(flow_pairs(read))
+    for (stored_on, topic), flow in sorted(wanted.items()):
+        read = read_offset_syncs(by_name[stored_on].client_config, stored_on, topic, timeout_s=timeout_s)
+        flows[flow].append(flow_pairs(read))
     return flows

@@ -13,6 +13,7 @@ from confluent_kafka import Producer
 
 from offset_pipeline.mirror_check.probe import ClusterAccess, check_mirrors
 from offset_pipeline.mirror_check.rules import MirrorStatus, Proof
+from offset_pipeline.settings import OffsetSyncsTopic
 from offset_pipeline.translation.shape import TopicShape
 from tests.conftest import wait_for
 
@@ -129,3 +130,22 @@ def test_offset_syncs_prove_a_one_way_topic_mirrored_without_headers(kafka_pair)
     }, [v.reason for v in verdicts]
     admin = kafka_pair.admin("idc1")  # kept referenced until the deletion is done
     admin.delete_topics([syncs_topic])[syncs_topic].result(timeout=30)
+
+
+def test_an_offset_syncs_topic_configured_under_another_name_is_read(kafka_pair):
+    """OFFSET_PIPELINE_OFFSET_SYNCS can name any topic (MirrorMaker 2's aliases differ from the
+    cluster names, a Connect cluster's connector): the check reads it as the sync would."""
+    topic = kafka_pair.create_topic(f"plain-mm2-named.{uuid.uuid4().hex[:8]}")
+    produce(kafka_pair.bootstrap("idc1"), topic, 2)
+    produce(kafka_pair.bootstrap("idc2"), topic, 2)
+    syncs_topic = kafka_pair.create_topic(f"custom-syncs.{uuid.uuid4().hex[:8]}", on=("idc2",))
+    producer = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc2"), "log_level": 3})
+    key, value = offset_sync_record(topic, 0, 0, 0)
+    producer.produce(syncs_topic, key=key, value=value)
+    assert producer.flush(30) == 0
+
+    verdicts = check_mirrors((access(kafka_pair, "idc1"), access(kafka_pair, "idc2")), topics=[topic],
+                             shapes={topic: TopicShape.one_way("idc1")}, timeout_s=15,
+                             syncs_topics=[OffsetSyncsTopic("idc1", "idc2", "idc2", syncs_topic)])
+    got = {v.direction: v for v in verdicts}
+    assert got["idc1->idc2"].status is MirrorStatus.OFFSET_SYNCS and syncs_topic in got["idc1->idc2"].reason
