@@ -62,8 +62,12 @@ def one_round(clusters: ScratchClusters, with_transform: bool, records: int, par
     admin = clusters.admin(source)
     admin.create_topics([NewTopic(topic, num_partitions=partitions)])[topic].result(timeout=30)
     fill(clusters.bootstraps[source], topic, records, size)
+    # Aliases of the round's own: MirrorMaker 2 keeps its connector configs, offsets and status in
+    # topics named after them, and a JVM started with the other variant's config would first run
+    # its tasks with the previous round's config found there.
+    run = topic.split(".")[1]
     config = MirrorMaker2Config(
-        (MirrorEndpoint(source, clusters.bootstraps[source]), MirrorEndpoint(target, clusters.bootstraps[target])),
+        (MirrorEndpoint(f"src-{run}", clusters.bootstraps[source]), MirrorEndpoint(f"dst-{run}", clusters.bootstraps[target])),
         work / f"mm2-{topic}", topics=topic.replace(".", "\\."), rest_port=free_port(),
         origin_headers=with_transform, one_way=True, heap="1g",
     )
