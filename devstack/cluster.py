@@ -36,34 +36,38 @@ BROKER_LOG_MAX_SIZE = "20MB"
 BROKER_LOG_BACKUPS = 5
 
 
+def rolling_log4j2(log_path: Path, appender: str, max_size: str, backups: int, loggers: dict[str, str]) -> str:
+    """A log4j2 configuration that writes everything (INFO and up, ``loggers``' levels apart) to
+    ``log_path``, rolled over by size: at most ``backups + 1`` files."""
+    lines = [
+        "status = warn",
+        "appender.rolling.type = RollingFile",
+        f"appender.rolling.name = {appender}",
+        f"appender.rolling.fileName = {log_path}",
+        f"appender.rolling.filePattern = {log_path}.%i",
+        "appender.rolling.layout.type = PatternLayout",
+        "appender.rolling.layout.pattern = [%d] %p %m (%c)%n",
+        "appender.rolling.policies.type = Policies",
+        "appender.rolling.policies.size.type = SizeBasedTriggeringPolicy",
+        f"appender.rolling.policies.size.size = {max_size}",
+        "appender.rolling.strategy.type = DefaultRolloverStrategy",
+        "appender.rolling.strategy.fileIndex = min",
+        f"appender.rolling.strategy.max = {backups}",
+        "rootLogger.level = INFO",
+        f"rootLogger.appenderRef.main.ref = {appender}",
+    ]
+    for i, (name, level) in enumerate(loggers.items()):
+        lines += [f"logger.l{i}.name = {name}", f"logger.l{i}.level = {level}"]
+    return "\n".join(lines) + "\n"
+
+
 def log4j2_properties(log_path: Path) -> str:
     """The broker's log4j2 configuration (Kafka 4 logs through log4j2): everything to ``log_path``,
     rolled over by size. The broker's stdout goes to the same file (``start``) for what the JVM
     prints before log4j starts; after a rollover, such rare output lands in the rolled file."""
-    return f"""\
-status = warn
-appender.rolling.type = RollingFile
-appender.rolling.name = BROKER_LOG
-appender.rolling.fileName = {log_path}
-appender.rolling.filePattern = {log_path}.%i
-appender.rolling.layout.type = PatternLayout
-appender.rolling.layout.pattern = [%d] %p %m (%c)%n
-appender.rolling.policies.type = Policies
-appender.rolling.policies.size.type = SizeBasedTriggeringPolicy
-appender.rolling.policies.size.size = {BROKER_LOG_MAX_SIZE}
-appender.rolling.strategy.type = DefaultRolloverStrategy
-appender.rolling.strategy.fileIndex = min
-appender.rolling.strategy.max = {BROKER_LOG_BACKUPS}
-rootLogger.level = INFO
-rootLogger.appenderRefs = broker
-rootLogger.appenderRef.broker.ref = BROKER_LOG
-logger.kafka.name = kafka
-logger.kafka.level = INFO
-logger.state.name = state.change.logger
-logger.state.level = WARN
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-"""
+    return rolling_log4j2(log_path, "BROKER_LOG", BROKER_LOG_MAX_SIZE, BROKER_LOG_BACKUPS, {
+        "kafka": "INFO", "state.change.logger": "WARN", "kafka.request.logger": "WARN",
+    })
 
 
 @dataclass(frozen=True)

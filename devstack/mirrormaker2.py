@@ -79,7 +79,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from devstack.cluster import find_java, port_in_use
+from devstack.cluster import find_java, port_in_use, rolling_log4j2
 from devstack.connect_transform import TRANSFORM_CLASS, transform_jar
 from devstack.errors import DevStackError
 from devstack.jars import fetch_jars
@@ -130,33 +130,11 @@ def _log4j2(log_path: Path) -> str:
     """Everything to ``log_path``, rolled by size (a mirror left running keeps at most
     ``LOG_BACKUPS + 1`` files). Configuration dumps, client and telemetry start-up lines at WARN: they
     were nine tenths of a start's log (the configuration is in ``mm2.properties`` beside it)."""
-    return f"""\
-status = warn
-appender.rolling.type = RollingFile
-appender.rolling.name = MM2_LOG
-appender.rolling.fileName = {log_path}
-appender.rolling.filePattern = {log_path}.%i
-appender.rolling.layout.type = PatternLayout
-appender.rolling.layout.pattern = [%d] %p %m (%c)%n
-appender.rolling.policies.type = Policies
-appender.rolling.policies.size.type = SizeBasedTriggeringPolicy
-appender.rolling.policies.size.size = {LOG_MAX_SIZE}
-appender.rolling.strategy.type = DefaultRolloverStrategy
-appender.rolling.strategy.fileIndex = min
-appender.rolling.strategy.max = {LOG_BACKUPS}
-rootLogger.level = INFO
-rootLogger.appenderRef.mm2.ref = MM2_LOG
-logger.clients.name = org.apache.kafka.clients
-logger.clients.level = WARN
-logger.config.name = org.apache.kafka.common.config.AbstractConfig
-logger.config.level = WARN
-logger.telemetry.name = org.apache.kafka.common.telemetry
-logger.telemetry.level = WARN
-logger.appinfo.name = org.apache.kafka.common.utils.AppInfoParser
-logger.appinfo.level = WARN
-logger.scheduler.name = org.apache.kafka.connect.mirror.Scheduler
-logger.scheduler.level = WARN
-"""
+    return rolling_log4j2(log_path, "MM2_LOG", LOG_MAX_SIZE, LOG_BACKUPS, {
+        "org.apache.kafka.clients": "WARN", "org.apache.kafka.common.config.AbstractConfig": "WARN",
+        "org.apache.kafka.common.telemetry": "WARN", "org.apache.kafka.common.utils.AppInfoParser": "WARN",
+        "org.apache.kafka.connect.mirror.Scheduler": "WARN",
+    })
 
 
 def _escape_property(text: str) -> str:

@@ -23,7 +23,7 @@ def properties(text: str) -> dict[str, str]:
 def test_the_broker_config_rolls_its_log_by_size_into_a_bounded_number_of_files(tmp_path):
     log = tmp_path / "broker.log"
     props = properties(log4j2_properties(log))
-    root_appender = props["rootLogger.appenderRef.broker.ref"]
+    [root_appender] = [v for k, v in props.items() if k.startswith("rootLogger.appenderRef.") and k.endswith(".ref")]
     appender = next(key.rsplit(".", 1)[0] for key, value in props.items()
                     if key.startswith("appender.") and key.endswith(".name") and value == root_appender)
     assert props[f"{appender}.type"] == "RollingFile"
