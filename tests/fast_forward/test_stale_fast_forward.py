@@ -324,8 +324,8 @@ def test_a_quiet_low_traffic_partition_is_fast_forwarded_and_fails_over_clean(ka
         member.close()
 
     # Failover: the group resumes on idc2 from its synced offset.
-    lost, below_t, read_again = fail_over(idc1, idc2, group, topic, c, t)
-    assert lost == [] and len(below_t) == 3
+    lost, read_again = fail_over(kafka_pair, group, topic, c, ["after-failover"])
+    assert lost == [] and len(read_values(idc2, topic, 0, t)) == 3
     assert read_again == ["after-failover"]  # 0 duplicates, and the new record is not lost
 
 
@@ -638,26 +638,3 @@ def test_sync_age_stays_within_window_plus_one_cycle_with_the_sensor_and_grows_w
     print(f"without the sensor: sync ages {[round(a, 1) for a in ages]}")
     assert all(later > earlier for earlier, later in zip(ages, ages[1:]))
     assert ages[-1] > bound
-
-
-def fail_over(idc1: str, idc2: str, group: str, topic: str, c: int, t: int):
-    """The group, synced to ``t`` on idc2 after processing ``c`` records of partition 0 on idc1,
-    resumes on idc2: (idc2's records below ``t`` it never processed, idc2's records below ``t``,
-    what it reads after one new record is produced on idc2)."""
-    processed = {v for _, v in read_values(idc1, topic, 0, c)}
-    below_t = read_values(idc2, topic, 0, t)
-    lost = [v for _, v in below_t if v not in processed]
-    produce(idc2, topic, ["after-failover"])
-    resumed = Consumer({"bootstrap.servers": idc2, "group.id": group, "auto.offset.reset": "earliest",
-                        "enable.auto.commit": False, "isolation.level": "read_committed", "log_level": 3})
-    read_again: list[str] = []
-    try:
-        resumed.subscribe([topic])
-        deadline = time.monotonic() + 30
-        while "after-failover" not in read_again and time.monotonic() < deadline:
-            msg = resumed.poll(0.5)
-            if msg is not None and not msg.error():
-                read_again.append(msg.value().decode())
-    finally:
-        resumed.close()
-    return lost, below_t, read_again
