@@ -41,6 +41,7 @@ PROJECT = ProjectParts(
         "offset_sync_continuous": frozenset({"offset_continuous_sync"}),
         "stale_partitions": frozenset({"offset_fast_forwards"}),
         "audits": frozenset({"offset_failover_audit"}),
+        "mirror": frozenset({"offset_mirror_proofs"}),
     },
     checks_by_asset={
         "offset_snapshot": frozenset({"clusters_readable"}),
@@ -51,11 +52,13 @@ PROJECT = ProjectParts(
                                              "checkpoints_written"}),
         "offset_fast_forwards": frozenset({"no_loss"}),
         "offset_failover_audit": frozenset({"no_loss_in_window"}),
+        "offset_mirror_proofs": frozenset({"every_direction_has_a_proof"}),
     },
     sensors=frozenset({"offset_continuous_sync_sensor", "offset_sync_sensor", "stale_partition_sensor",
                        "dagster_run_retention"}),
-    schedules=frozenset({"offset_failover_audit_schedule"}),
-    jobs=frozenset({"offset_sync_cycle", "offset_sync_continuous", "offset_fast_forward", "offset_failover_audit_job"}),
+    schedules=frozenset({"offset_failover_audit_schedule", "offset_mirror_check_schedule"}),
+    jobs=frozenset({"offset_sync_cycle", "offset_sync_continuous", "offset_fast_forward", "offset_failover_audit_job",
+                    "offset_mirror_check"}),
 )
 
 
