@@ -8,6 +8,8 @@ from offset_pipeline.definitions import build_resources
 from offset_pipeline.definitions import (
     offset_failover_audit_job,
     offset_failover_audit_schedule,
+    offset_mirror_check_job,
+    offset_mirror_check_schedule,
     offset_sync_continuous_job,
     offset_sync_job,
 )
@@ -19,8 +21,8 @@ REMOVED = {"asset offset_fast_forwards", "check offset_fast_forwards:no_loss", "
 
 defs = dg.Definitions(
     assets=[a for a in all_assets if dg.AssetKey("offset_fast_forwards") not in a.keys],
-    jobs=[offset_sync_job, offset_sync_continuous_job, offset_failover_audit_job],
-    schedules=[offset_failover_audit_schedule],
+    jobs=[offset_sync_job, offset_sync_continuous_job, offset_failover_audit_job, offset_mirror_check_job],
+    schedules=[offset_failover_audit_schedule, offset_mirror_check_schedule],
     sensors=[s for s in all_sensors if s.name != "stale_partition_sensor"],  # every other sensor stays
     resources=build_resources(read_settings()),
 )
