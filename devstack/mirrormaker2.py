@@ -101,6 +101,10 @@ DEFAULT_REST_PORT = 18083
 LOG_MAX_SIZE = "20MB"
 LOG_BACKUPS = 3
 STOP_GRACE_S = 30.0
+#: What Connect logs when one of its tasks failed: the task stays stopped until someone restarts it
+#: (seen under load on 2 shared cores: an exactly-once task whose producer ended in
+#: ``InvalidTxnStateException`` after ``CONCURRENT_TRANSACTIONS`` retries; that flow stops copying).
+TASK_FAILED = "will not recover until manually restarted"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -292,6 +296,8 @@ class MirrorMaker2:
         self.config = config
         self.proc: subprocess.Popen | None = None
         self.ready_after_s: float | None = None
+        self._log_scanned = 0  # how far task_failed() read the log (from where the JVM last started)
+        self._task_failed = False
 
     @property
     def log_path(self) -> Path:
@@ -302,6 +308,26 @@ class MirrorMaker2:
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def _log_size(self) -> int:
+        return self.log_path.stat().st_size if self.log_path.exists() else 0
+
+    def task_failed(self) -> bool:
+        """Whether a task of this JVM failed since it started (:data:`TASK_FAILED` in its log). Reads
+        only what was logged since the last call; a log rolled meanwhile is read from its start."""
+        if not self._task_failed and self.log_path.exists():
+            with open(self.log_path, "rb") as log:
+                size = log.seek(0, os.SEEK_END)
+                if size < self._log_scanned:  # rolled
+                    self._log_scanned = 0
+                log.seek(max(0, self._log_scanned - len(TASK_FAILED)))
+                self._task_failed = TASK_FAILED.encode() in log.read(size)
+                self._log_scanned = size
+        return self._task_failed
+
+    def healthy(self) -> bool:
+        """The JVM runs and none of its tasks failed."""
+        return self.running() and not self.task_failed()
 
     def command(self) -> list[str]:
         classpath = f"{mm2_jars()}/*{os.pathsep}{transform_jar()}"
@@ -334,6 +360,7 @@ class MirrorMaker2:
         for endpoint in self.config.clusters:
             _ensure_probe_topic(endpoint)
         began = time.monotonic()
+        self._log_scanned, self._task_failed = self._log_size(), False
         with open(self.log_path, "ab") as log:
             log.write(f"\n=== starting MirrorMaker 2 at {time.strftime('%Y-%m-%dT%H:%M:%S')} ===\n".encode())
             log.flush()
@@ -415,6 +442,70 @@ class MirrorMaker2:
         return True
 
     def __enter__(self) -> MirrorMaker2:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class MirrorMaker2Keeper:
+    """Keeps one :class:`MirrorMaker2` copying, as a deployment's supervisor would: a thread of its
+    own starts the JVM and restarts it when it exits or one of its tasks failed (Connect leaves a
+    failed task stopped). The JVM's parent-death signal follows the thread that started it, so the
+    keeper's thread, which lives as long as the mirror, starts every JVM.
+
+    ``start()`` returns once the first start is ready (or raises its error); ``stop()`` stops the
+    thread and the JVM. ``restarts`` counts restarts; each one is printed with its reason."""
+
+    def __init__(self, mirror: MirrorMaker2, check_every_s: float = 2.0, start_timeout_s: float = 180.0,
+                 stop: threading.Event | None = None):
+        self.mirror = mirror
+        self.check_every_s = check_every_s
+        self.start_timeout_s = start_timeout_s
+        self.restarts = 0
+        self._stop = stop or threading.Event()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="mirrormaker2-keeper", daemon=True)
+
+    def start(self) -> float:
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            self._thread.join()
+            raise self._error
+        return self.mirror.ready_after_s or 0.0
+
+    def _run(self) -> None:
+        try:
+            self.mirror.start(timeout_s=self.start_timeout_s, stop=self._stop)
+        except BaseException as exc:  # handed to start()'s caller
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            while not self._stop.wait(self.check_every_s):
+                if self.mirror.healthy():
+                    continue
+                reason = "a task failed" if self.mirror.running() else f"the JVM exited (code {self.mirror.proc.returncode})"
+                print(f"MirrorMaker 2 restarted: {reason}; log: {self.mirror.log_path}", file=sys.stderr, flush=True)
+                self.mirror.stop(grace_s=10.0)
+                try:
+                    self.mirror.start(timeout_s=self.start_timeout_s, stop=self._stop)
+                    self.restarts += 1
+                except DevStackError as exc:  # tried again at the next check, unless stopping
+                    print(f"MirrorMaker 2 restart failed: {exc}", file=sys.stderr, flush=True)
+        finally:
+            self.mirror.stop(grace_s=10.0)
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=timeout_s)
+
+    def __enter__(self) -> MirrorMaker2Keeper:
         self.start()
         return self
 
@@ -505,7 +596,8 @@ def _probe_copied(target: MirrorEndpoint, probe: _Probe, source_name: str, wait_
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run MirrorMaker 2 both ways until SIGINT, SIGTERM or SIGHUP (or until the JVM exits)."""
+    """Run MirrorMaker 2 both ways until SIGINT, SIGTERM or SIGHUP, restarted when its JVM exits or
+    one of its tasks fails."""
     from devstack.cli import cluster_address
 
     parser = argparse.ArgumentParser(prog="python -m devstack.mirrormaker2", description=main.__doc__)
@@ -525,20 +617,17 @@ def main(argv: list[str] | None = None) -> int:
         tuple(MirrorEndpoint(name, bootstrap) for name, bootstrap in args.cluster), args.work_dir,
         topics=args.topics, rest_port=args.rest_port, exactly_once=not args.at_least_once,
     )
-    mirror = MirrorMaker2(config)
+    keeper = MirrorMaker2Keeper(MirrorMaker2(config), stop=stop)
     try:
-        took = mirror.start(stop=stop)
-        print(f"MirrorMaker 2 copies both ways ({took:.1f}s to start; JVM pid {mirror.proc.pid}); "
-              f"log: {mirror.log_path}", flush=True)
-        while not stop.wait(1.0):
-            if not mirror.running():
-                print(f"MirrorMaker 2 exited (code {mirror.proc.returncode}); log: {mirror.log_path}", file=sys.stderr)
-                return 1
+        took = keeper.start()
+        print(f"MirrorMaker 2 copies both ways ({took:.1f}s to start; JVM pid {keeper.mirror.proc.pid}); "
+              f"log: {keeper.mirror.log_path}; restarted when it exits or a task fails", flush=True)
+        stop.wait()
     except DevStackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
-        mirror.stop()
+        keeper.stop()
     return 0
 
 
