@@ -1,0 +1,236 @@
+"""MirrorMaker 2 (with the project's Connect transform, exactly-once) survives its clusters: a broker
+killed (``kill -9``) and restarted on the same port and data costs the copy time, never records, and
+never a record copied twice for a ``read_committed`` reader.
+
+The same faults as test_mirror_recovery.py (the harness's Python mirror), with MirrorMaker 2 as the
+mirror: one flow, idc1 -> idc2, on a pair of clusters of the module's own (the session's brokers are
+shared) and one MirrorMaker 2 for the module. Traffic is produced on the source all along. The
+tests run in file order:
+
+1. the target broker killed twice: once briefly, once for longer than MirrorMaker 2's transaction
+   timeout and its Connect worker's session timeout (both 10 s here), so its open transaction is
+   aborted and its worker's group membership expires while the broker is away;
+2. the source broker killed once, briefly.
+
+Afterwards each target partition, read ``read_committed``, must hold every source record exactly
+once, in the source's order, each copy's ``IDC`` header naming idc1 and its ``Offset`` header the
+record's exact offset there: a lost, repeated or reordered copy, or a wrong header, fails the test.
+
+A :class:`TaskWatch` restarts MirrorMaker 2 when one of its tasks died and stays dead (Connect
+leaves a failed task stopped until someone restarts it; a deployment's supervisor would restart the
+process), and when the JVM exited. The restarts it made are printed with the figures, and a restart
+is what a fault cost, never a pass: the copy must still be exact.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from devstack.mirrormaker2 import MirrorMaker2, MirrorMaker2Config
+from devstack.records import read_partition
+from offset_pipeline.translation.headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER
+
+from tests.conftest import KafkaPair, free_port, started_pair, wait_for
+
+pytestmark = pytest.mark.kafka
+
+PARTITIONS = 2
+TARGET_KILLED, SOURCE_KILLED = "mm2rec.target-kill", "mm2rec.source-kill"
+#: MirrorMaker 2's topic regex (Java, whole names): this module's topics only.
+MM2_TOPICS = "mm2rec[.].*"
+# How long a killed broker stays down: the length of the fault, not a wait for readiness. The long
+# one outlasts MirrorMaker 2's transaction timeout (10 s, devstack/mirrormaker2.py) and its Connect
+# worker's session timeout (10 s, Connect's default).
+SHORT_OUTAGE_S = 4.0
+LONG_OUTAGE_S = 15.0
+#: Copies to see arrive before a kill and after a restart (the traffic makes ~100 a second).
+FLOWING = 150
+#: What Connect logs when a task failed for good: it copies nothing more until restarted.
+TASK_DIED = "will not recover until manually restarted"
+
+
+@pytest.fixture(scope="module")
+def own_pair(kafka_jars, tmp_path_factory):
+    with started_pair(kafka_jars, tmp_path_factory.mktemp("mm2-recovery-clusters")) as pair:
+        for topic in (TARGET_KILLED, SOURCE_KILLED):
+            pair.create_topic(topic, partitions=PARTITIONS)
+        yield pair
+
+
+class TaskWatch:
+    """MirrorMaker 2 under watch: :meth:`check` restarts it when one of its tasks died (``TASK_DIED``
+    in its log since the last start) or the JVM exited, and counts the restarts with their cause.
+    Runs in the thread that started the mirror (its JVM's parent-death signal follows that thread)."""
+
+    def __init__(self, mirror: MirrorMaker2):
+        self.mirror = mirror
+        self.restarts: list[str] = []
+        self._mark = self._log_size()
+
+    def _log_size(self) -> int:
+        return self.mirror.log_path.stat().st_size if self.mirror.log_path.exists() else 0
+
+    def task_died(self) -> bool:
+        with open(self.mirror.log_path, "rb") as log:
+            log.seek(min(self._mark, self._log_size()))
+            return TASK_DIED.encode() in log.read()
+
+    def check(self) -> None:
+        if self.mirror.running() and not self.task_died():
+            return
+        cause = "a task died" if self.mirror.running() else f"the JVM exited ({self.mirror.proc.returncode})"
+        self.restarts.append(cause)
+        print(f"MirrorMaker 2 restarted: {cause}; log: {self.mirror.log_path}")
+        self.mirror.stop(grace_s=10.0)
+        self._mark = self._log_size()
+        self.mirror.start(timeout_s=180)
+
+
+@pytest.fixture(scope="module")
+def mm2(own_pair, tmp_path_factory):
+    """The module's MirrorMaker 2: idc1 -> idc2 only, exactly-once. Started from the main thread."""
+    mirror = MirrorMaker2(MirrorMaker2Config(
+        (own_pair.endpoint("idc1"), own_pair.endpoint("idc2")), Path(tmp_path_factory.mktemp("mm2")),
+        topics=MM2_TOPICS, rest_port=free_port(), exactly_once=True, one_way=True))
+    took = mirror.start(timeout_s=180)
+    print(f"\nMirrorMaker 2 (idc1 -> idc2, exactly-once) copied its probe {took:.1f}s after the JVM started")
+    try:
+        yield TaskWatch(mirror)
+    finally:
+        mirror.stop(grace_s=10.0)
+
+
+class SteadyTraffic:
+    """Records ``{"id": i}`` on the source, round-robin over the partitions, until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str, per_second: float = 100.0):
+        self.topic, self.per_second = topic, per_second
+        self.acked: list[int] = []
+        self.failed: list[str] = []
+        self._producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "log_level": 0})
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mm2-recovery-traffic", daemon=True)
+
+    def _delivered(self, err, msg):
+        if err is None:
+            self.acked.append(json.loads(msg.value())["id"])
+        else:
+            self.failed.append(str(err))
+
+    def _run(self):
+        i = 0
+        while not self._stop.is_set():
+            for _ in range(10):
+                self._producer.produce(self.topic, value=json.dumps({"id": i}).encode(), partition=i % PARTITIONS,
+                                       on_delivery=self._delivered)
+                i += 1
+            self._producer.poll(0)
+            self._stop.wait(10 / self.per_second)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(timeout=30)
+        assert self._producer.flush(120) == 0, "the source producer could not deliver everything"
+
+    def __exit__(self, *exc):
+        if not self._stop.is_set():
+            self.stop()
+
+
+class CopyCount:
+    """Committed copies on the target so far, read on from where the last count stopped (the log
+    grows by thousands of records: reading it whole at every poll would cost the brokers' cores)."""
+
+    def __init__(self, pair: KafkaPair, topic: str):
+        self.bootstrap, self.topic = pair.bootstrap("idc2"), topic
+        self.next_offset = {p: 0 for p in range(PARTITIONS)}
+        self.count = 0
+
+    def __call__(self) -> int:
+        for partition in range(PARTITIONS):
+            try:
+                found = read_partition(self.bootstrap, self.topic, partition, start=self.next_offset[partition],
+                                       timeout_s=5)
+            except Exception:  # noqa: BLE001 - a broker coming back, a transaction still open: next poll
+                continue
+            if found:
+                self.count += len(found)
+                self.next_offset[partition] = found[-1].offset + 1
+        return self.count
+
+
+def assert_exact_copy(pair: KafkaPair, topic: str) -> int:
+    """Each idc2 partition (read_committed) holds idc1's records once each, in idc1's order, each
+    with the origin headers of its source record. Returns the number of records compared."""
+    compared = 0
+    for partition in range(PARTITIONS):
+        sources = read_partition(pair.bootstrap("idc1"), topic, partition, timeout_s=60)
+        mirrored = read_partition(pair.bootstrap("idc2"), topic, partition, timeout_s=60)
+        source_ids = [json.loads(r.value)["id"] for r in sources]
+        copy_ids = [json.loads(r.value)["id"] for r in mirrored]
+        missing = sorted(set(source_ids) - set(copy_ids))
+        repeated = len(copy_ids) - len(set(copy_ids))
+        assert not missing and not repeated, \
+            f"[{partition}] {len(missing)} lost (first {missing[:5]}), {repeated} copied more than once"
+        assert copy_ids == source_ids, f"[{partition}] copies are out of order"
+        assert [(r.header(ORIGIN_CLUSTER_HEADER), r.header(ORIGIN_OFFSET_HEADER)) for r in mirrored] == \
+            [(b"idc1", str(r.offset).encode()) for r in sources], f"[{partition}] a copy names another origin"
+        compared += len(sources)
+    return compared
+
+
+def run_faults(pair: KafkaPair, watch: TaskWatch, victim: str, outages: list[float], topic: str) -> dict:
+    copies = CopyCount(pair, topic)
+
+    def flowing(at_least: int):
+        watch.check()  # a task dead since the last check: restarted here, as a supervisor would
+        return copies() >= at_least
+
+    restarts_before = len(watch.restarts)
+    resumed_after: list[float] = []
+    with SteadyTraffic(pair.bootstrap("idc1"), topic) as traffic:
+        for kill, outage_s in enumerate(outages):
+            before = copies()
+            wait_for(lambda: flowing(before + FLOWING), timeout=180,
+                     what=f"copies flowing before kill {kill + 1} of {victim}")
+            assert pair.cluster(victim).kill(), f"no {victim} broker to kill"
+            time.sleep(outage_s)
+            pair.cluster(victim).start(timeout=180)
+            back, at_restart = time.monotonic(), copies()
+            wait_for(lambda: flowing(at_restart + FLOWING), timeout=240,
+                     what=f"copies flowing after kill {kill + 1} of {victim}")
+            resumed_after.append(time.monotonic() - back)
+        traffic.stop()
+        assert not traffic.failed, traffic.failed[:3]
+        sent = len(traffic.acked)
+        wait_for(lambda: flowing(sent), timeout=240, what=f"all {sent} records copied")
+    time.sleep(2)  # a copy written twice would have time to show up before the count
+    compared = assert_exact_copy(pair, topic)
+    assert compared == sent, f"{compared} records on idc1, {sent} acknowledged"
+    summary = {
+        "victim": victim, "outages_s": outages, "records": sent,
+        "copies_flowing_again_after_restart_s": [round(s, 1) for s in resumed_after],
+        "mm2_restarts": watch.restarts[restarts_before:],
+    }
+    print(f"\nMirrorMaker 2 recovery ({victim} killed): {json.dumps(summary)}")
+    return summary
+
+
+def test_target_broker_killed_twice_once_past_every_timeout_mm2_copies_everything_once_in_order(own_pair, mm2):
+    run_faults(own_pair, mm2, "idc2", [SHORT_OUTAGE_S, LONG_OUTAGE_S], TARGET_KILLED)
+    assert mm2.mirror.running()
+
+
+def test_source_broker_killed_mm2_copies_everything_once_in_order(own_pair, mm2):
+    run_faults(own_pair, mm2, "idc1", [SHORT_OUTAGE_S], SOURCE_KILLED)
+    assert mm2.mirror.running()
