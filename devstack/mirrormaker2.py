@@ -55,10 +55,29 @@ stops its connectors and commits), then ``SIGKILL`` after a grace period. Run as
 ``python -m devstack.mirrormaker2 ...`` it stops the JVM on ``SIGINT``, ``SIGTERM`` and ``SIGHUP``.
 
 Failures are :class:`~devstack.errors.DevStackError` naming what failed and the log: the internal
-REST port already taken, the JVM exiting during start-up, a flow that did not copy its probe in
-time.
+REST port already taken, the JVM exiting during start-up, a cluster refusing its login, a flow that
+did not copy its probe in time.
 
-Not supported here: secure clusters (SASL_SSL); the Python mirror (:mod:`devstack.mirror`) serves them.
+Secure clusters: an endpoint's librdkafka login (its ``client_config``: ``security.protocol``,
+``sasl.mechanism``, ``sasl.username``/``sasl.password``, ``ssl.ca.location``) becomes MirrorMaker 2's
+per-cluster settings (:func:`mm2_login_properties`): ``<alias>.security.protocol``,
+``<alias>.sasl.mechanism``, ``<alias>.sasl.jaas.config`` (SCRAM's login module) and the CA as a PEM
+truststore. A setting of the cluster prefix reaches every client MirrorMaker 2 opens on that cluster:
+its connectors' consumer, producer and admin (``MirrorMakerConfig.clusterProps`` copies the client
+settings to the ``consumer.``, ``producer.`` and ``admin.`` prefixes) and, on a flow's target, the
+herder's own clients (its worker's group membership, offsets/config/status topics, exactly-once
+fencing). A setting this mapping does not know is refused (:class:`DevStackError` naming the key,
+never its value) rather than dropped: MirrorMaker 2 would otherwise connect differently from the
+Python clients of the same endpoint. The password is in ``mm2-secrets.properties`` only (mode 0600):
+``mm2.properties`` (also 0600) refers to each JAAS setting there through Kafka's
+``FileConfigProvider`` (``${file:<path>:<alias>.sasl.jaas.config}``). The reference matters beyond
+the file: MirrorMaker 2 stores every connector's configuration, both clusters' login settings
+included, in its Connect config topics (``mm2-configs.<source>.internal``) and resolves references
+only when a connector or task starts, so with the JAAS text inline those topics would hold both
+passwords in plain text for anyone allowed to read them; with the reference they hold the path. The
+JVM's command line names the properties file, and errors name keys and clusters, never values. A
+login the brokers refuse is a :class:`DevStackError` as soon as MirrorMaker 2 logs it (:data:`AUTH_FAILED`),
+quoting that line, instead of a probe timing out.
 """
 
 from __future__ import annotations
@@ -101,6 +120,20 @@ DEFAULT_REST_PORT = 18083
 LOG_MAX_SIZE = "20MB"
 LOG_BACKUPS = 3
 STOP_GRACE_S = 30.0
+#: What a Kafka client of MirrorMaker 2 logs when the brokers refuse its login (``NetworkClient``, at
+#: ERROR, ``Connection to node -1 (/127.0.0.1:PORT) failed authentication due to: ...``), and the
+#: exception a refused login raises elsewhere (a herder's start-up).
+AUTH_FAILED = ("failed authentication due to", "SaslAuthenticationException")
+#: librdkafka's login settings that :func:`mm2_login_properties` maps; any other is refused.
+LOGIN_SETTINGS = ("security.protocol", "sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password",
+                  "ssl.ca.location")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: The SASL mechanisms mapped (to Kafka's SCRAM login module); GSSAPI, PLAIN and OAUTHBEARER are not.
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+#: The per-cluster settings that hold a password: written to the secrets file, referred to elsewhere.
+SECRET_SETTINGS = ("sasl.jaas.config",)
+FILE_CONFIG_PROVIDER = "org.apache.kafka.common.config.provider.FileConfigProvider"
 #: What Connect logs when one of its tasks failed: the task stays stopped until someone restarts it
 #: (seen under load on 2 shared cores: an exactly-once task whose producer ended in
 #: ``InvalidTxnStateException`` after ``CONCURRENT_TRANSACTIONS`` retries; that flow stops copying).
@@ -182,9 +215,10 @@ class MirrorMaker2Config:
         if self.exactly_once and self.rest_port is None:
             raise DevStackError("MirrorMaker 2 with exactly-once needs its internal REST server: give rest_port")
         for endpoint in self.clusters:
-            if endpoint.client_config:
-                raise DevStackError(f"{endpoint.name}: MirrorMaker 2 here connects without login settings; "
-                                    "use the Python mirror (devstack.mirror) for secure clusters")
+            mm2_login_properties(endpoint)  # refuses a login it cannot map, before anything starts
+        if mm2_secret_properties(self) and any(ch in str(self.secrets_path) for ch in ":}$"):
+            # a config provider's reference is ${provider:path:key}: these would end or split the path
+            raise DevStackError(f"MirrorMaker 2's work_dir may hold no ':', '}}' or '$' on a secure cluster: {self.work_dir}")
 
     @property
     def flows(self) -> tuple[tuple[str, str], ...]:
@@ -200,10 +234,81 @@ class MirrorMaker2Config:
     def properties_path(self) -> Path:
         return self.work_dir / "mm2.properties"
 
+    @property
+    def secrets_path(self) -> Path:
+        """The logins' passwords (0600), referred to from :attr:`properties_path`."""
+        return (self.work_dir / "mm2-secrets.properties").absolute()  # read by the JVM, whatever its directory
+
+
+def _jaas_quoted(text: str) -> str:
+    """``text`` as a quoted value of a JAAS configuration: Kafka's parser reads a backslash as an
+    escape inside quotes, so backslashes and quotes are escaped."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def mm2_login_properties(endpoint: MirrorEndpoint) -> dict[str, str]:
+    """MirrorMaker 2's settings for logging in to ``endpoint`` (keys under its alias, the cluster's
+    name), mapped from its librdkafka ``client_config``; empty for a plain cluster.
+
+    Invariants: every librdkafka setting is mapped or refused, none dropped (a refusal is a
+    :class:`DevStackError` naming the cluster and the key, never a value); a SASL login is complete
+    (mechanism, user and password) and SCRAM; SASL settings on a protocol without SASL, or a CA on
+    one without TLS, are refused (they would be ignored)."""
+    name, config = endpoint.name, dict(endpoint.client_config)
+    unknown = sorted(key for key in config if key not in LOGIN_SETTINGS)
+    if unknown:
+        raise DevStackError(f"{name}: MirrorMaker 2 here cannot map the librdkafka setting(s) {', '.join(unknown)} "
+                            f"(it maps {', '.join(LOGIN_SETTINGS)})")
+    if not config:
+        return {}
+    if "sasl.mechanism" in config and "sasl.mechanisms" in config \
+            and config["sasl.mechanism"] != config["sasl.mechanisms"]:
+        raise DevStackError(f"{name}: sasl.mechanism and sasl.mechanisms (the same librdkafka setting) differ")
+    protocol = str(config.get("security.protocol", "PLAINTEXT")).upper()
+    if protocol not in SECURITY_PROTOCOLS:
+        raise DevStackError(f"{name}: security.protocol must be one of {', '.join(SECURITY_PROTOCOLS)}")
+    props = {f"{name}.security.protocol": protocol}
+    sasl = {key: config[key] for key in ("sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password")
+            if key in config}
+    if protocol.startswith("SASL_"):
+        mechanism = str(sasl.get("sasl.mechanism", sasl.get("sasl.mechanisms", ""))).upper()
+        if mechanism not in SCRAM_MECHANISMS:
+            raise DevStackError(f"{name}: MirrorMaker 2 here logs in with SASL mechanism "
+                                f"{' or '.join(SCRAM_MECHANISMS)} only (sasl.mechanism is {mechanism or 'not set'})")
+        missing = [key for key in ("sasl.username", "sasl.password") if not sasl.get(key)]
+        if missing:
+            raise DevStackError(f"{name}: a {mechanism} login needs {' and '.join(missing)}")
+        user, password = str(sasl["sasl.username"]), str(sasl["sasl.password"])
+        if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in user + password):
+            raise DevStackError(f"{name}: sasl.username or sasl.password holds a control character")
+        props[f"{name}.sasl.mechanism"] = mechanism
+        props[f"{name}.sasl.jaas.config"] = (f"{SCRAM_LOGIN_MODULE} required username={_jaas_quoted(user)} "
+                                             f"password={_jaas_quoted(password)};")
+    elif sasl:
+        raise DevStackError(f"{name}: {', '.join(sorted(sasl))} given with security.protocol {protocol}, "
+                            "which does not use SASL")
+    if "ssl.ca.location" in config:
+        if not protocol.endswith("SSL"):
+            raise DevStackError(f"{name}: ssl.ca.location given with security.protocol {protocol}, which does not use TLS")
+        ca = Path(str(config["ssl.ca.location"]))
+        if ca.is_dir():
+            raise DevStackError(f"{name}: ssl.ca.location {ca} is a directory; MirrorMaker 2 takes one PEM file")
+        props[f"{name}.ssl.truststore.type"] = "PEM"
+        props[f"{name}.ssl.truststore.location"] = str(ca)
+    return props
+
+
+def mm2_secret_properties(config: MirrorMaker2Config) -> dict[str, str]:
+    """The per-cluster settings that hold a password (:data:`SECRET_SETTINGS`), for the secrets file."""
+    return {key: value for endpoint in config.clusters for key, value in mm2_login_properties(endpoint).items()
+            if key.partition(".")[2] in SECRET_SETTINGS}
+
 
 def mm2_properties(config: MirrorMaker2Config) -> dict[str, str]:
-    """The dedicated-mode configuration (see the module docstring for why each part is there)."""
+    """The dedicated-mode configuration (see the module docstring for why each part is there). A
+    setting holding a password is a reference to the secrets file (:func:`mm2_secret_properties`)."""
     names = [endpoint.name for endpoint in config.clusters]
+    secrets = mm2_secret_properties(config)
     props = {
         "clusters": ", ".join(names),
         "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
@@ -230,6 +335,8 @@ def mm2_properties(config: MirrorMaker2Config) -> dict[str, str]:
     for endpoint in config.clusters:
         name = endpoint.name
         props[f"{name}.bootstrap.servers"] = endpoint.bootstrap_servers
+        props.update({key: f"${{file:{config.secrets_path}:{key}}}" if key in secrets else value
+                      for key, value in mm2_login_properties(endpoint).items()})
         # As a source: what the flow's consumer reads. As a target: its herder's worker settings.
         props[f"{name}.consumer.isolation.level"] = "read_committed"
         props[f"{name}.offset.flush.interval.ms"] = "1000"
@@ -244,6 +351,9 @@ def mm2_properties(config: MirrorMaker2Config) -> dict[str, str]:
             # timeout (Connect's default: one minute of a restart spent waiting). A transaction
             # spans one poll of the source, milliseconds long.
             props[f"{name}.producer.transaction.timeout.ms"] = "10000"
+    if secrets:  # resolved by each herder's worker, and by it only when a connector or task starts
+        props["config.providers"] = "file"
+        props["config.providers.file.class"] = FILE_CONFIG_PROVIDER
     if config.rest_port is not None:  # always so with exactly-once (checked by the config)
         props["dedicated.mode.enable.internal.rest"] = "true"
         props["listeners"] = f"http://127.0.0.1:{config.rest_port}"
@@ -272,6 +382,21 @@ def mm2_properties(config: MirrorMaker2Config) -> dict[str, str]:
     return props
 
 
+def _write_private(path: Path, text: str) -> None:
+    """``text`` into ``path``, readable by its owner only (0600) from the first byte on: written to a
+    new file of that mode beside it, then moved over ``path`` (a file left by an older run, of any
+    mode, is replaced, not rewritten in place)."""
+    part = path.with_name(f".{path.name}.{os.getpid()}.part")
+    part.unlink(missing_ok=True)
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
+
+
 def _die_with_parent():
     """In the JVM's process before exec: SIGKILL when the starting thread's process dies."""
     try:
@@ -298,6 +423,7 @@ class MirrorMaker2:
         self.ready_after_s: float | None = None
         self._log_scanned = 0  # how far task_failed() read the log (from where the JVM last started)
         self._task_failed = False
+        self._login_scanned = 0  # how far _login_refused() read the log (from where the JVM last started)
 
     @property
     def log_path(self) -> Path:
@@ -340,14 +466,15 @@ class MirrorMaker2:
     def write_config(self) -> None:
         self.config.work_dir.mkdir(parents=True, exist_ok=True)
         (self.config.work_dir / "log4j2.properties").write_text(_log4j2(self.log_path))
-        lines = [f"{key} = {_escape_property(value)}\n" for key, value in mm2_properties(self.config).items()]
-        self.config.properties_path.write_text("".join(lines))
+        for path, props in ((self.config.secrets_path, mm2_secret_properties(self.config)),
+                            (self.config.properties_path, mm2_properties(self.config))):
+            _write_private(path, "".join(f"{key} = {_escape_property(value)}\n" for key, value in props.items()))
 
     def start(self, timeout_s: float = 120.0, stop: threading.Event | None = None) -> float:
         """Start the JVM and wait until both flows copy; returns the seconds that took. A taken
-        REST port, a JVM that exits, or a flow that copies nothing within ``timeout_s`` is a
-        :class:`DevStackError` naming it and the log; so is ``stop`` set meanwhile (the JVM is
-        stopped in every one of these cases)."""
+        REST port, a JVM that exits, a cluster refusing MirrorMaker 2's login, or a flow that copies
+        nothing within ``timeout_s`` is a :class:`DevStackError` naming it and the log; so is
+        ``stop`` set meanwhile (the JVM is stopped in every one of these cases)."""
         if self.running():
             raise DevStackError(f"MirrorMaker 2 already runs (pid {self.proc.pid}); log: {self.log_path}")
         port = self.config.rest_port
@@ -357,10 +484,9 @@ class MirrorMaker2:
                 f"stop it or choose another port (log: {self.log_path})")
         command = self.command()  # builds or fetches the jars first: not part of the start-up time
         self.write_config()
-        for endpoint in self.config.clusters:
-            _ensure_probe_topic(endpoint)
         began = time.monotonic()
         self._log_scanned, self._task_failed = self._log_size(), False
+        self._login_scanned = self._log_scanned
         with open(self.log_path, "ab") as log:
             log.write(f"\n=== starting MirrorMaker 2 at {time.strftime('%Y-%m-%dT%H:%M:%S')} ===\n".encode())
             log.flush()
@@ -376,9 +502,43 @@ class MirrorMaker2:
         self.ready_after_s = time.monotonic() - began
         return self.ready_after_s
 
+    def _login_refused(self) -> str | None:
+        """The first line MirrorMaker 2 logged since its start saying a cluster refused its login
+        (:data:`AUTH_FAILED`), or None. Reads only what was logged since the last call."""
+        if not self.log_path.exists():
+            return None
+        with open(self.log_path, "rb") as log:
+            size = log.seek(0, os.SEEK_END)
+            if size < self._login_scanned:  # rolled
+                self._login_scanned = 0
+            log.seek(self._login_scanned)
+            text = log.read(size - self._login_scanned).decode(errors="replace")
+        complete = text.rfind("\n") + 1  # a line being written is read whole next time
+        self._login_scanned += len(text[:complete].encode(errors="replace"))
+        lines = text[:complete].splitlines()
+        for marker in AUTH_FAILED:  # the client's line first: it names the broker's address
+            for line in lines:
+                if marker in line:
+                    return line.strip()
+        return None
+
+    def _check_login(self) -> None:
+        """A :class:`DevStackError` naming the cluster whose brokers refused MirrorMaker 2's login,
+        quoting the line of the log that says so (MirrorMaker 2 exits or retries; either way nothing
+        is copied to or from that cluster)."""
+        line = self._login_refused()
+        if line is None:
+            return
+        named = [endpoint.name for endpoint in self.config.clusters
+                 if any(f":{address.rpartition(':')[2]})" in line for address in endpoint.bootstrap_servers.split(","))]
+        where = " or ".join(named) if named else "one of its clusters"
+        raise DevStackError(f"MirrorMaker 2 could not log in to {where}: authentication failed (a wrong user or "
+                            f"password in its login?); {self.log_path} says:\n{line}")
+
     def _check_alive(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             return
+        self._check_login()  # the likeliest cause of an exit at start-up on a secure cluster
         code = None if self.proc is None else self.proc.returncode
         tail = self.log_tail()
         port = self.config.rest_port
@@ -389,15 +549,21 @@ class MirrorMaker2:
         raise DevStackError(f"MirrorMaker 2 exited during start-up (code {code}); last lines of {self.log_path}:\n{tail}")
 
     def _wait_both_flows_copy(self, deadline: float, stop: threading.Event) -> None:
-        """Produce one probe on each cluster and wait until each is seen copied on the other, with
-        ``IDC`` = its source's name and ``Offset`` = its offset there. A probe that could not be
-        sent or read yet (a probe topic just created, a broker busy) is tried again next round; the
-        last such problem is in the error when time runs out."""
+        """Create the probe topic on both clusters, produce one probe on each and wait until each is
+        seen copied on the other, with ``IDC`` = its source's name and ``Offset`` = its offset there.
+        A step that failed (a probe topic just created, a broker busy, a login refused) is tried
+        again next round; the last such problem is in the error when time runs out. A login refused
+        to MirrorMaker 2 itself ends the wait at once (:meth:`_check_login`). The topics are created
+        after the JVM started (MirrorMaker 2 finds them within ``refresh_topics_s``), so a wrong
+        password shows as MirrorMaker 2's own authentication failure, not a client call timing out
+        before the JVM ever ran."""
         pending: dict[tuple[str, str], _Probe | None] = {flow: None for flow in self.config.flows}
         endpoints = {endpoint.name: endpoint for endpoint in self.config.clusters}
+        without_probe_topic = list(endpoints)  # created once the JVM runs: a refused login shows in its log
         problem = ""
         while pending:
             self._check_alive()
+            self._check_login()
             if stop.is_set():
                 raise DevStackError(f"MirrorMaker 2 was stopped during its start-up; log: {self.log_path}")
             if time.monotonic() > deadline:
@@ -406,6 +572,15 @@ class MirrorMaker2:
                     f"MirrorMaker 2 did not copy its probe record on {flows} in time"
                     f"{f' (last probe problem: {problem})' if problem else ''}; "
                     f"last lines of {self.log_path}:\n{self.log_tail()}")
+            for name in list(without_probe_topic):
+                try:
+                    _ensure_probe_topic(endpoints[name])
+                    without_probe_topic.remove(name)
+                except (DevStackError, KafkaException, TimeoutError) as exc:
+                    problem = f"{name}: {exc}"
+            if without_probe_topic:
+                time.sleep(0.5)  # pause before the next try, not a readiness criterion
+                continue
             for (source, target), probe in list(pending.items()):
                 try:
                     if probe is None:  # (re)sent until a copy is seen: MirrorMaker 2 may start late
@@ -597,8 +772,9 @@ def _probe_copied(target: MirrorEndpoint, probe: _Probe, source_name: str, wait_
 
 def main(argv: list[str] | None = None) -> int:
     """Run MirrorMaker 2 both ways until SIGINT, SIGTERM or SIGHUP, restarted when its JVM exits or
-    one of its tasks fails."""
-    from devstack.cli import cluster_address
+    one of its tasks fails. A secure cluster's login comes from its access file (``--login``, as the
+    stack's other processes get it): the password is on no command line."""
+    from devstack.cli import add_login_argument, cluster_address, login_configs
 
     parser = argparse.ArgumentParser(prog="python -m devstack.mirrormaker2", description=main.__doc__)
     parser.add_argument("--cluster", type=cluster_address, action="append", required=True, metavar="NAME=HOST:PORT",
@@ -607,16 +783,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topics", default=DEFAULT_TOPICS, help="Java regex of the topics to mirror (whole names)")
     parser.add_argument("--rest-port", type=int, help="the internal REST server's port (needed for exactly-once)")
     parser.add_argument("--at-least-once", action="store_true", help="without exactly-once source support")
+    add_login_argument(parser)
     args = parser.parse_args(argv)
     if len(args.cluster) != 2:
         parser.error("give --cluster exactly twice")
+    strangers = sorted({name for name, _ in args.login} - {name for name, _ in args.cluster})
+    if strangers:
+        parser.error(f"--login names no --cluster: {', '.join(strangers)}")
+    try:
+        logins = login_configs(args.login)
+        config = MirrorMaker2Config(
+            tuple(MirrorEndpoint(name, bootstrap, client_config=logins.get(name, {})) for name, bootstrap in args.cluster),
+            args.work_dir, topics=args.topics, rest_port=args.rest_port, exactly_once=not args.at_least_once,
+        )
+    except (DevStackError, OSError, ValueError, KeyError) as exc:  # an unreadable access file, a login not mapped
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
-    config = MirrorMaker2Config(
-        tuple(MirrorEndpoint(name, bootstrap) for name, bootstrap in args.cluster), args.work_dir,
-        topics=args.topics, rest_port=args.rest_port, exactly_once=not args.at_least_once,
-    )
     keeper = MirrorMaker2Keeper(MirrorMaker2(config), stop=stop)
     try:
         took = keeper.start()

@@ -261,7 +261,8 @@ class DevStack:
             clusters = tuple(arg for name in names for arg in ("--cluster", f"{name}={self.bootstraps[name]}"))
             return [ManagedProcess(
                 "mirrormaker2", "devstack.mirrormaker2",
-                (*clusters, "--work-dir", str(self.run_dir / "mirrormaker2"), "--rest-port", str(mm2_rest_port())),
+                (*clusters, "--work-dir", str(self.run_dir / "mirrormaker2"), "--rest-port", str(mm2_rest_port()),
+                 *self._login_args()),
                 self.run_dir,
             )]
         return [
@@ -313,9 +314,6 @@ class DevStack:
         that died (a broker, a mirror, ...); living parts are left alone."""
         echo(f"Kafka jars: {fetch_jars(jars_dir())}")
         if self.settings.mirror == "mm2":
-            if self.settings.secure:
-                raise DevStackError("--mirror mm2 runs on plain clusters only (MirrorMaker 2 here does not log in); "
-                                    "a secure stack uses --mirror python")
             from devstack.connect_transform import transform_jar
             from devstack.mirrormaker2 import mm2_jars
 
