@@ -8,9 +8,9 @@ import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.connect.components.Versioned;
 import org.apache.kafka.connect.connector.ConnectRecord;
-import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.errors.DataException;
-import org.apache.kafka.connect.header.Headers;
+import org.apache.kafka.connect.header.ConnectHeaders;
+import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.apache.kafka.connect.transforms.Transformation;
 
@@ -36,7 +36,20 @@ import org.apache.kafka.connect.transforms.Transformation;
  *
  * <p>Invariants (tested): every record that passes carries exactly one header of each name, with
  * the values above; origin headers that came with the record (from an upstream mirror, or forged)
- * are removed first, so a copy never carries two origins; the record is otherwise unchanged.
+ * are removed first, so a copy never carries two origins; the record is otherwise unchanged, and
+ * the record handed in is never changed (the worker keeps it to commit its source offset).
+ *
+ * <p>Dropping copies ({@code drop.copies=true}): a record that already carries a header named like
+ * the cluster header, whatever its value, is dropped (the transform returns {@code null}) before
+ * anything else is looked at. That is exactly what Kafka's {@code Filter} under a
+ * {@code HasHeaderKey} predicate on the cluster header does in front of this transform: two flows
+ * over same-named topics never copy a copy back. One transform instead of two saves the worker a
+ * stage per record (its error handling, class-loader swap and predicate); the result is the same.
+ *
+ * <p>Cost per record (the transform runs on every copy): the alias's header is made once per alias
+ * and shared by the copies (a header and its bytes are never changed once made); the offset's
+ * digits are written straight into their byte array; the headers kept are carried over into one
+ * new header list, not copied and then searched twice for the names to remove.
  *
  * <p>How the bytes reach the log depends on the worker's header converter, which the transform
  * cannot see. {@code value.type=bytes} (the default) adds byte-array headers: the
@@ -56,6 +69,7 @@ public class OriginHeaders<R extends ConnectRecord<R>> implements Transformation
     public static final String CLUSTER_HEADER_CONFIG = "cluster.header";
     public static final String OFFSET_HEADER_CONFIG = "offset.header";
     public static final String VALUE_TYPE_CONFIG = "value.type";
+    public static final String DROP_COPIES_CONFIG = "drop.copies";
 
     public static final String DEFAULT_CLUSTER_HEADER = "IDC";
     public static final String DEFAULT_OFFSET_HEADER = "Offset";
@@ -83,11 +97,25 @@ public class OriginHeaders<R extends ConnectRecord<R>> implements Transformation
                     ConfigDef.ValidString.in(VALUE_TYPE_BYTES, VALUE_TYPE_STRING), ConfigDef.Importance.LOW,
                     "How the header values are handed to the worker's header converter: 'bytes' for the "
                             + "ByteArrayConverter (MirrorMaker 2's default in dedicated mode), 'string' for the "
-                            + "SimpleHeaderConverter or StringConverter. Either way the bytes written are the same.");
+                            + "SimpleHeaderConverter or StringConverter. Either way the bytes written are the same.")
+            .define(DROP_COPIES_CONFIG, ConfigDef.Type.BOOLEAN, false, ConfigDef.Importance.MEDIUM,
+                    "Drop a record that already carries a header named like the cluster header (a copy made by "
+                            + "a mirror), whatever its value, instead of marking it: what Kafka's Filter under a "
+                            + "HasHeaderKey predicate on that header does in front of this transform, in one step. "
+                            + "Turn it on for two-way mirroring, so a copy is never mirrored back.");
 
     private String clusterHeader;
     private String offsetHeader;
     private boolean asStrings;
+    private boolean dropCopies;
+    /**
+     * The cluster header of the last alias seen. A task copies from one source cluster, so every
+     * record brings the same alias; one immutable object, so a reader never sees half of an update.
+     */
+    private ClusterHeader lastCluster;
+
+    private record ClusterHeader(String alias, Header header) {
+    }
 
     @Override
     public void configure(Map<String, ?> configs) {
@@ -101,6 +129,8 @@ public class OriginHeaders<R extends ConnectRecord<R>> implements Transformation
         clusterHeader = cluster;
         offsetHeader = offset;
         asStrings = VALUE_TYPE_STRING.equals(config.getString(VALUE_TYPE_CONFIG));
+        dropCopies = config.getBoolean(DROP_COPIES_CONFIG);
+        lastCluster = null;
     }
 
     @Override
@@ -108,27 +138,63 @@ public class OriginHeaders<R extends ConnectRecord<R>> implements Transformation
         if (clusterHeader == null) {
             throw new IllegalStateException("OriginHeaders used before configure()");
         }
+        if (dropCopies && record.headers().lastWithName(clusterHeader) != null) {
+            return null;
+        }
         if (!(record instanceof SourceRecord)) {
             throw new DataException("OriginHeaders: " + describe(record) + " is not a source record ("
                     + record.getClass().getName() + "); it only transforms MirrorMaker 2's copies");
         }
         SourceRecord source = (SourceRecord) record;
-        String cluster = sourceCluster(source);
+        Header cluster = clusterHeaderFor(sourceCluster(source));
         long offset = sourceOffset(source);
 
-        Headers headers = record.headers().duplicate();
-        headers.remove(clusterHeader);
-        headers.remove(offsetHeader);
-        String offsetText = Long.toString(offset);
+        // A new list: the record handed in keeps its own headers.
+        ConnectHeaders headers = new ConnectHeaders();
+        for (Header header : record.headers()) {
+            String key = header.key();
+            if (!key.equals(clusterHeader) && !key.equals(offsetHeader)) {
+                headers.add(header);
+            }
+        }
+        headers.add(cluster);
         if (asStrings) {
-            headers.addString(clusterHeader, cluster);
-            headers.addString(offsetHeader, offsetText);
+            headers.addString(offsetHeader, Long.toString(offset));
         } else {
-            headers.add(clusterHeader, cluster.getBytes(StandardCharsets.UTF_8), Schema.BYTES_SCHEMA);
-            headers.add(offsetHeader, offsetText.getBytes(StandardCharsets.US_ASCII), Schema.BYTES_SCHEMA);
+            headers.addBytes(offsetHeader, decimalAscii(offset));
         }
         return record.newRecord(record.topic(), record.kafkaPartition(), record.keySchema(), record.key(),
                 record.valueSchema(), record.value(), record.timestamp(), headers);
+    }
+
+    private Header clusterHeaderFor(String alias) {
+        ClusterHeader last = lastCluster;
+        if (last == null || !last.alias().equals(alias)) {
+            ConnectHeaders made = new ConnectHeaders();
+            if (asStrings) {
+                made.addString(clusterHeader, alias);
+            } else {
+                made.addBytes(clusterHeader, alias.getBytes(StandardCharsets.UTF_8));
+            }
+            last = new ClusterHeader(alias, made.lastWithName(clusterHeader));
+            lastCluster = last;
+        }
+        return last.header();
+    }
+
+    /** {@code value} (not negative) as plain decimal ASCII digits: no sign, no padding. */
+    static byte[] decimalAscii(long value) {
+        int length = 1;
+        for (long rest = value / 10; rest != 0; rest /= 10) {
+            length++;
+        }
+        byte[] digits = new byte[length];
+        long rest = value;
+        for (int i = length - 1; i >= 0; i--) {
+            digits[i] = (byte) ('0' + (int) (rest % 10));
+            rest /= 10;
+        }
+        return digits;
     }
 
     private static String sourceCluster(SourceRecord record) {
@@ -189,6 +255,7 @@ public class OriginHeaders<R extends ConnectRecord<R>> implements Transformation
 
     @Override
     public String toString() {
-        return "OriginHeaders{" + clusterHeader + ", " + offsetHeader + (asStrings ? ", strings" : ", bytes") + "}";
+        return "OriginHeaders{" + clusterHeader + ", " + offsetHeader + (asStrings ? ", strings" : ", bytes")
+                + (dropCopies ? ", drops copies" : "") + "}";
     }
 }

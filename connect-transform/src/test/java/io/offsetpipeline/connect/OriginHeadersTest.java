@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.ServiceLoader;
 import java.util.stream.Stream;
 
@@ -227,11 +228,11 @@ class OriginHeadersTest {
 
     @Test
     void documentsEveryConfig() {
-        for (String name : List.of("cluster.header", "offset.header", "value.type")) {
+        for (String name : List.of("cluster.header", "offset.header", "value.type", "drop.copies")) {
             assertNotNull(OriginHeaders.CONFIG_DEF.configKeys().get(name), name);
             assertTrue(OriginHeaders.CONFIG_DEF.configKeys().get(name).documentation.length() > 20, name);
         }
-        assertEquals(3, OriginHeaders.CONFIG_DEF.names().size());
+        assertEquals(4, OriginHeaders.CONFIG_DEF.names().size());
     }
 
     @Test
@@ -276,5 +277,110 @@ class OriginHeadersTest {
         assertNull(throughMirrorChain(mirrored("idc1", 20L, asRead)));
         // header keys are case-sensitive: a local record's own "idc" header is not an origin
         assertNotNull(throughMirrorChain(mirrored("idc1", 21L, new ConnectHeaders().addBytes("idc", utf8("x")))));
+    }
+
+    // drop.copies: the Filter+HasHeaderKey chain above in one transform.
+
+    private static final Map<String, String> DROPPING = Map.of("drop.copies", "true");
+
+    static Stream<Arguments> recordsForBothChains() {
+        return Stream.of(
+                Arguments.of(new ConnectHeaders()),
+                Arguments.of(new ConnectHeaders().addBytes("trace", utf8("t"))),
+                Arguments.of(new ConnectHeaders().addBytes("IDC", utf8("idc2")).addBytes("Offset", utf8("4"))),
+                Arguments.of(new ConnectHeaders().addBytes("trace", utf8("t")).addBytes("IDC", utf8("idc2"))),
+                Arguments.of(new ConnectHeaders().addBytes("IDC", null)), // a key without a value is still a copy
+                Arguments.of(new ConnectHeaders().addString("IDC", "forged")),
+                Arguments.of(new ConnectHeaders().addBytes("Offset", utf8("9"))), // a lone Offset is replaced, not a copy
+                Arguments.of(new ConnectHeaders().addBytes("idc", utf8("x")).addBytes("Offset", null)));
+    }
+
+    /** The headers as the ByteArrayConverter writes them: (key, bytes) in order. */
+    private static List<String> written(SourceRecord record) {
+        List<String> out = new ArrayList<>();
+        record.headers().forEach(header -> out.add(header.key() + "=" + (header.value() instanceof byte[] bytes
+                ? new String(bytes, StandardCharsets.UTF_8) : String.valueOf(header.value()))));
+        return out;
+    }
+
+    @ParameterizedTest
+    @MethodSource("recordsForBothChains")
+    void dropCopiesDoesWhatFilterUnderHasHeaderKeyDoesInFront(Headers headers) {
+        SourceRecord chained = throughMirrorChain(mirrored("idc1", 30L, headers.duplicate()));
+        SourceRecord single = transform(DROPPING).apply(mirrored("idc1", 30L, headers.duplicate()));
+        assertEquals(chained == null, single == null, () -> "dropped by one and not the other: " + headers);
+        if (single != null) {
+            assertEquals(written(chained), written(single));
+            assertArrayEquals(utf8("idc1"), onlyBytes(single, "IDC"));
+            assertArrayEquals(utf8("30"), onlyBytes(single, "Offset"));
+        }
+    }
+
+    @Test
+    void dropCopiesDropsACopyBeforeLookingAtAnythingElse() {
+        OriginHeaders<SourceRecord> transform = transform(DROPPING);
+        // as the Filter would: a copy is dropped even without MirrorMaker 2's source fields ...
+        assertNull(transform.apply(mirrored(null, null, new ConnectHeaders().addBytes("IDC", utf8("idc2")))));
+        // ... while a record that is no copy and no MirrorMaker 2 copy is still refused
+        assertThrows(DataException.class, () -> transform.apply(mirrored(null, 1L, new ConnectHeaders())));
+        // the header it looks for is the configured cluster header
+        OriginHeaders<SourceRecord> renamed = transform(Map.of("drop.copies", "true", "cluster.header", "origin-dc"));
+        assertNull(renamed.apply(mirrored("idc1", 1L, new ConnectHeaders().addBytes("origin-dc", utf8("idc2")))));
+        assertNotNull(renamed.apply(mirrored("idc1", 1L, new ConnectHeaders().addBytes("IDC", utf8("idc2")))));
+        // off by default: the copy is marked again (the chain's Filter is then what drops it)
+        assertNotNull(transform(Map.of()).apply(mirrored("idc1", 1L, new ConnectHeaders().addBytes("IDC", utf8("x")))));
+    }
+
+    @Test
+    void theAliasFollowsEachRecordThroughOneInstance() {
+        // the alias's header is made once and reused: a record from another alias must not get it
+        OriginHeaders<SourceRecord> transform = transform(Map.of());
+        for (String alias : List.of("idc1", "idc1", "idc2", "idc1", "centre-é", "idc2")) {
+            SourceRecord out = transform.apply(mirrored(alias, 1L, new ConnectHeaders()));
+            assertArrayEquals(utf8(alias), onlyBytes(out, "IDC"), alias);
+        }
+        OriginHeaders<SourceRecord> strings = transform(Map.of("value.type", "string"));
+        for (String alias : List.of("idc1", "idc2", "idc1")) {
+            Header idc = strings.apply(mirrored(alias, 1L, new ConnectHeaders())).headers().lastWithName("IDC");
+            assertEquals(Schema.Type.STRING, idc.schema().type());
+            assertEquals(alias, idc.value());
+        }
+    }
+
+    @Test
+    void theRecordHandedInKeepsItsHeaders() {
+        Headers original = new ConnectHeaders().addBytes("IDC", utf8("idc0")).addBytes("trace", utf8("t"));
+        List<String> before = new ArrayList<>();
+        original.forEach(header -> before.add(header.key()));
+        SourceRecord in = mirrored("idc1", 2L, original);
+        SourceRecord out = transform(Map.of()).apply(in);
+        List<String> after = new ArrayList<>();
+        in.headers().forEach(header -> after.add(header.key()));
+        assertEquals(before, after);
+        assertArrayEquals(utf8("idc0"), (byte[]) in.headers().lastWithName("IDC").value());
+        assertTrue(in.headers() != out.headers());
+    }
+
+    static Stream<Arguments> offsets() {
+        return Stream.of(0L, 1L, 9L, 10L, 11L, 99L, 100L, 999_999L, 1_000_000L, 4_294_967_296L,
+                999_999_999_999_999_999L, 1_000_000_000_000_000_000L, Long.MAX_VALUE - 1, Long.MAX_VALUE)
+                .map(Arguments::of);
+    }
+
+    @ParameterizedTest
+    @MethodSource("offsets")
+    void offsetDigitsAreLongToStringsAsciiBytes(long offset) {
+        assertArrayEquals(Long.toString(offset).getBytes(StandardCharsets.US_ASCII), OriginHeaders.decimalAscii(offset));
+    }
+
+    @Test
+    void offsetDigitsAgreeWithLongToStringOnRandomOffsets() {
+        Random random = new Random(20261127L);
+        for (int i = 0; i < 100_000; i++) {
+            // every magnitude equally often, not only the 19-digit numbers most random longs are
+            long offset = (random.nextLong() & Long.MAX_VALUE) >>> random.nextInt(63);
+            assertArrayEquals(Long.toString(offset).getBytes(StandardCharsets.US_ASCII), OriginHeaders.decimalAscii(offset),
+                    Long.toString(offset));
+        }
     }
 }
