@@ -2,7 +2,9 @@
 mm2_comparison.py): the product's ``ContinuousSync`` with the project's resources pointed at the
 benchmark's clusters, an embedded ClickHouse and local Spark (or a Spark Connect server).
 
-``watch(outcome, state)`` is called after every cycle in the sync's thread."""
+``watch(outcome, state)`` is called after every cycle in the sync's thread. ``offset_syncs_topics``:
+MirrorMaker 2's offset-syncs topics the run reads (``settings.offset_syncs_topics``), for a run behind a
+plain MirrorMaker 2 (``mirror_writes_headers=False``)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from offset_pipeline.resources import (
 )
 from offset_pipeline.resources.clickhouse import close_embedded_clients
 from offset_pipeline.resources.spark import SparkUnavailable
+from offset_pipeline.settings import OffsetSyncsTopic
 from offset_pipeline.sync.spark_translation import untranslated_rows
 from offset_pipeline.sync.translation_step import ReadSettings, TranslationJob
 from offset_pipeline.translation import TranslationStatus
@@ -52,7 +55,8 @@ class BenchContinuousRun:
 
     def __init__(self, bootstraps: dict[str, str], dsn: str, shapes: dict[str, str], *, group_include: str = ".*",
                  dry_run: bool = False, mirror_writes_headers: bool = True, spark_connect_url: str | None = None,
-                 checkpoint_s: float = 30.0, watch=None, run_id: str = "bench-continuous"):
+                 checkpoint_s: float = 30.0, watch=None, run_id: str = "bench-continuous",
+                 offset_syncs_topics: tuple[OffsetSyncsTopic, ...] = ()):
         self.log = logging.getLogger("continuous_run")
         clusters = {name: KafkaClusterResource(cluster_name=name, bootstrap_servers=bs) for name, bs in bootstraps.items()}
         clickhouse = ClickHouseResource(dsn=dsn)
@@ -63,7 +67,7 @@ class BenchContinuousRun:
                              mirror_writes_headers=mirror_writes_headers)
         settings = ContinuousSettings(
             group_filter=GroupFilter(group_include, DEFAULT_GROUP_EXCLUDE), shapes=dict(shapes), reads=reads, dry_run=dry_run,
-            checkpoint_s=checkpoint_s,
+            checkpoint_s=checkpoint_s, offset_syncs_topics=tuple(offset_syncs_topics),
             checkpoint=CheckpointSettings(clusters=tuple(bootstraps),
                                           confs={n: r.client_config() for n, r in clusters.items()}),
         )
@@ -94,9 +98,11 @@ class BenchContinuousRun:
         return self.summary
 
 
-def _run_in_child(kwargs: dict, run_for_s: float, out) -> None:
-    """The child of :class:`ProcessContinuousRun`: the run, reporting every cycle on ``out``."""
+def _run_in_child(kwargs: dict, run_for_s: float, out, reasons: bool = False) -> None:
+    """The child of :class:`ProcessContinuousRun`: the run, reporting every cycle on ``out`` (with
+    ``reasons``, also the first reason given for each status, as ``("reason", status, example)``)."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    reported: set[str] = set()
 
     def watch(outcome, state) -> None:
         # the group-partitions this cycle translated and left synced: (their committed offset)
@@ -107,6 +113,10 @@ def _run_in_child(kwargs: dict, run_for_s: float, out) -> None:
                 commit, result = state.commits.get(key), state.results.get(key)
                 if commit is not None and commit.synced and result is not None and result.get("committed") is not None:
                     settled[key] = int(result["committed"])
+                status = getattr(result.get("status"), "value", result.get("status")) if result is not None else None
+                if reasons and status is not None and status not in reported:
+                    reported.add(status)
+                    out.put(("reason", str(status), f"{key[0]} {key[1]}[{key[2]}]: {result.get('reason')}"))
         out.put(("cycle", time.monotonic(), outcome, settled))
 
     try:
@@ -121,12 +131,13 @@ class ProcessContinuousRun:
     run): the benchmark's load (producers, 500 group members, mirrors) does not share the sync's
     interpreter. ``on_cycle(monotonic_s, outcome, settled)`` is called in a thread of this process per
     cycle, ``settled``: {(group, topic, partition): committed offset} of the group-partitions the
-    cycle translated and left synced."""
+    cycle translated and left synced. ``on_reason(status, example)``, when given: the first reason the
+    run gave for each translation status (one group-partition's)."""
 
-    def __init__(self, on_cycle, **kwargs):
+    def __init__(self, on_cycle, on_reason=None, **kwargs):
         import multiprocessing
 
-        self.on_cycle, self.kwargs = on_cycle, kwargs
+        self.on_cycle, self.on_reason, self.kwargs = on_cycle, on_reason, kwargs
         self._ctx = multiprocessing.get_context("spawn")  # no fork of a process full of Kafka clients
         self._out = self._ctx.Queue()
         self._proc = None
@@ -135,7 +146,8 @@ class ProcessContinuousRun:
         self.error: str | None = None
 
     def start(self, run_for_s: float) -> ProcessContinuousRun:
-        self._proc = self._ctx.Process(target=_run_in_child, args=(self.kwargs, run_for_s, self._out),
+        self._proc = self._ctx.Process(target=_run_in_child,
+                                       args=(self.kwargs, run_for_s, self._out, self.on_reason is not None),
                                        name="continuous-sync", daemon=True)
         self._proc.start()
         self._reader = threading.Thread(target=self._read, name="continuous-sync-reports", daemon=True)
@@ -147,12 +159,24 @@ class ProcessContinuousRun:
             message = self._out.get()
             if message[0] == "cycle":
                 self.on_cycle(*message[1:])
+            elif message[0] == "reason":
+                self.on_reason(*message[1:])
             elif message[0] == "summary":
                 self.summary = message[1]
                 return
             else:
                 self.error = message[1]
                 return
+
+    def terminate(self, timeout_s: float = 30.0) -> None:
+        """Stop the child now (SIGTERM, then SIGKILL), for a caller that needs no summary."""
+        if self._proc is None or not self._proc.is_alive():
+            return
+        self._proc.terminate()
+        self._proc.join(timeout_s)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(timeout_s)
 
     def join(self, timeout_s: float | None = None) -> RunSummary:
         assert self._reader is not None and self._proc is not None

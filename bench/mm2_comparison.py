@@ -1,81 +1,104 @@
 """Side by side with MirrorMaker 2: failover cost and freshness of the standby offsets, on the same
-clusters, traffic and consumer groups, measured in one run (issue 8).
+clusters and traffic, measured in one run, with this project's sync COMMITTING behind MirrorMaker 2.
 
-    bin/compare-mm2 [--measure-s 600] [--warmup-s 90] [--settle-s 90] [--rate 10] [--seed 7]
+    bin/compare-mm2 [--measure-s 600] [--warmup-s 120] [--settle-s 90] [--rate 10] [--seed 7]
 
-Two scratch KRaft clusters. One-way topics produced on idc1 (increasing timestamps, batches of 10
-records sharing one timestamp, a quarter of the records 2-10 s late), two partitions each, read on
-idc1 by two consumer groups each. Two real MirrorMaker 2 instances (dedicated mode, jars from Maven
-Central) mirror them to idc2 with ``IdentityReplicationPolicy`` and ``sync.group.offsets.enabled``:
-one with MM2's defaults over the ``cmp.defaults.*`` topics, one tuned (``offset.lag.max=0``,
-one-second intervals) over the ``cmp.tuned.*`` topics. This project's sync cycle runs over every
-group at the same time, back to back, in dry-run (MM2 owns the groups' offsets on idc2). MM2 writes
-no origin headers, so the translation uses its timestamp strategy.
+Two scratch KRaft clusters. Topics of four families, each in three timestamp patterns (increasing
+timestamps, batches of 10 records sharing one timestamp, a quarter of the records 2-10 s late),
+two partitions each, read on idc1 by consumer groups:
 
-While it runs, the groups report each commit on idc1 as they make it (time and offsets), MM2's
-group offsets on idc2 and idc2's log ends are polled every second, and every cycle's standby offsets
-are kept. Afterwards both logs are
-read back and every record matched to its copy by its id. Then:
+* ``cmp.defaults.*`` and ``cmp.tuned.*``: one-way (produced on idc1), each mirrored to idc2 by a plain
+  MirrorMaker 2 of its own (dedicated mode, jars from Maven Central, ``IdentityReplicationPolicy``,
+  no plugin), one with MM2's defaults, one tuned (``offset.lag.max=0``, one-second intervals). Each
+  topic is read by two groups ``.g0``/``.g1`` whose offsets MM2 itself syncs onto idc2
+  (``sync.group.offsets.enabled``, its ``groups`` naming only them), and by two groups ``.p0``/``.p1``
+  that MM2 never writes and this project's sync commits, translating through MM2's own offset-syncs
+  topic (``mm2-offset-syncs.<target alias>.internal`` on idc1, the sync's offset-sync anchors);
+* ``cmp.headers.*``: one-way, mirrored by MirrorMaker 2 with the project's transform
+  (``devstack.mirrormaker2.MirrorMaker2``: ``Filter`` + ``HasHeaderKey(IDC)`` + ``OriginHeaders``, both
+  flows, exactly-once); groups ``.p0``/``.p1`` committed by this project's sync through the origin
+  headers;
+* ``cmp.twoway.*``: produced on both clusters, mirrored both ways by the same MirrorMaker 2 with the
+  transform; groups ``.p0``/``.p1`` active on idc1, committed by this project's sync. MM2's own
+  checkpoints cannot serve these (they translate only records copied from the group's cluster).
+
+This project's sync runs as the product's continuous run (bench/continuous_run.py), committing,
+three of them, each in a process of its own (as Dagster runs one asset per run worker): one behind
+each plain MirrorMaker 2 (``mirror_writes_headers`` off, that MM2's offset-syncs topic read for
+idc1->idc2), one behind MirrorMaker 2 with the transform (origin headers).
+
+While it runs, the groups report each commit on idc1 as they make it (time and offsets); every
+group's offset commits on idc2 (MM2's writes for ``.g*``, the sync's commits for ``.p*``) are read from
+idc2's ``__consumer_offsets`` with the broker's append time, and idc2's log ends are polled every half
+second: both systems are measured alike, by what actually stood on idc2 and when.
+Afterwards both logs are read back and every record matched to its counterpart by its id (for a
+two-way topic, each idc2 record to the idc1 record of the same id, original or copy). Then:
 
 * **disaster trials**: every second of the measured window and every group is a failover at that
-  moment: the group restarts on idc2 at the standby offset it had then (MM2's last write; the last
-  cycle finished before then), and reads the idc2 log as it stood then. Lost and duplicated
-  records are counted by identity (bench/mm2/counting.py). Our cycles are also taken every 30 s
-  only (the sensor's default cadence), from the same cycles;
-* **planned switchover**: at the end the groups stop; after ``--settle-s`` each system's final
-  standby offsets are counted the same way (what a planned move costs once the sync caught up);
+  moment: the group restarts on idc2 at the offset committed there then, and reads the idc2 log as
+  it stood then. Lost and duplicated records are counted by identity (bench/mm2/counting.py);
+* **planned switchover**: at the end the groups stop; after ``--settle-s`` the offsets on idc2 are
+  counted the same way (what a planned move costs once the sync caught up);
 * **staleness**: how long the group had been past the position the standby offset restarts it
   from, per group-partition and second (median and max).
+
+Targets printed at the end: 0 lost in every row (trials and planned switchover); each row of this
+project with at most a tenth of tuned MirrorMaker 2's mean duplicates per failover.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import re
 import signal
 import statistics
 import sys
 import tempfile
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from _clusters import ScratchClusters
+from _clusters import ScratchClusters, free_port
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from continuous_run import BenchContinuousRun
-from mm2.counting import CommitSeries, active_position, failover_cost, staleness_s
+from continuous_run import ProcessContinuousRun
+from mm2.consumer_offsets import OffsetCommitLog
+from mm2.counting import NO_COPY, NO_RECORD, CommitSeries, active_position, failover_cost, staleness_s
 from mm2.mirrormaker import TUNED, MirrorMaker2, mm2_jars
+from mm2.transform_mirror import start_transform_mirror
 
-from offset_pipeline.monitoring.decision_log import LOGGER_NAME
 from devstack.consumers import ConsumerGroupSpec, GroupRunner, record_id
-from devstack.failover_trials import dagster_sync_cycle
 from devstack.records import read_partition
 from devstack.traffic import TopicTraffic, TrafficGenerator, ensure_topics
-from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
-from offset_pipeline.storage.translations import TRANSLATIONS_TABLE
+from offset_pipeline.settings import OffsetSyncsTopic
+from offset_pipeline.translation import offset_syncs_topic
 
 PREFIX = "cmp."
-SETTINGS = {"defaults": {}, "tuned": TUNED}
+PLAIN = {"defaults": {}, "tuned": TUNED}  # plain MirrorMaker 2 instances: family -> its settings
+HEADERS, TWO_WAY = "headers", "twoway"  # families mirrored by MirrorMaker 2 with the transform
+FAMILIES = (*PLAIN, HEADERS, TWO_WAY)
 PATTERNS = {"increasing": 1, "equal_batches": 10, "out_of_order": 1}  # pattern -> records per timestamp
 PARTITIONS = 2
-GROUPS_PER_TOPIC = 2
-SLOW_CADENCE_S = 30.0
+MM2_GROUPS = ("g0", "g1")  # MirrorMaker 2's own group offset sync writes these on idc2 (plain families)
+OUR_GROUPS = ("p0", "p1")  # this project's sync commits these on idc2 (every family)
+DUP_TARGET_RATIO = 0.1  # this project's mean duplicates per failover <= a tenth of tuned MM2's
 
 GP = tuple[str, str, int]  # group, topic, partition
 
 
 def plan(rate: float) -> list[TopicTraffic]:
     return [
-        TopicTraffic(f"{PREFIX}{setting}.{pattern}", PARTITIONS, ("idc1",), pattern, rate_per_s=rate, batch_size=batch)
-        for setting in SETTINGS for pattern, batch in PATTERNS.items()
+        TopicTraffic(f"{PREFIX}{family}.{pattern}", PARTITIONS, ("idc1", "idc2") if family == TWO_WAY else ("idc1",),
+                     pattern, rate_per_s=rate, batch_size=batch)
+        for family in FAMILIES for pattern, batch in PATTERNS.items()
     ]
 
 
-def setting_of(topic: str) -> str:
+def family_of(topic: str) -> str:
     return topic.split(".")[1]
 
 
@@ -83,22 +106,42 @@ def pattern_of(topic: str) -> str:
     return topic.split(".")[2]
 
 
+def groups_of(traffic: list[TopicTraffic]) -> dict[str, str]:
+    """group -> topic: MM2's groups on the plain families' topics, ours on every topic."""
+    out = {}
+    for t in traffic:
+        names = (MM2_GROUPS + OUR_GROUPS) if family_of(t.name) in PLAIN else OUR_GROUPS
+        out.update({f"{t.name}.{n}": t.name for n in names})
+    return out
+
+
+def is_ours(group: str) -> bool:
+    return group.rsplit(".", 1)[1] in OUR_GROUPS
+
+
 # -- what runs while we measure ---------------------------------------------------------------------
 
 @dataclass
 class Recorder:
-    """Polls, every ``interval_s``: each group's committed offsets on idc2 (MM2's writes), and idc2's
-    log ends. The groups' commits on idc1 come from the groups themselves (:meth:`on_commit`), at the
-    time each commit call started: a poll a second old made a sync that had read a newer commit look
-    like it skipped records (a false loss), once its cycles got shorter than the poll."""
+    """What stood on idc2 when: every offset commit of the groups on idc2 (MM2's group offset writes
+    for its groups, this project's commits for ours) with the broker's append time, from idc2's
+    ``__consumer_offsets`` (bench/mm2/consumer_offsets.py), and idc2's log ends, polled every
+    ``interval_s``. The groups' commits on idc1 come from the groups themselves (:meth:`on_commit`),
+    at the time each commit call started: a poll a second old made a sync that had read a newer
+    commit look like it skipped records (a false loss), once its cycles got shorter than the poll."""
 
     bootstraps: dict[str, str]
     groups: dict[str, str]  # group -> topic
-    interval_s: float = 1.0
+    interval_s: float = 0.5
     active: dict[GP, list[tuple[float, int]]] = field(default_factory=lambda: defaultdict(list))
-    mm2: dict[GP, list[tuple[float, int]]] = field(default_factory=lambda: defaultdict(list))
     standby_end: dict[tuple[str, int], list[tuple[float, int]]] = field(default_factory=lambda: defaultdict(list))
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # transient read errors, by name
+    commit_log: OffsetCommitLog | None = None
+
+    @property
+    def standby(self) -> dict[GP, list[tuple[float, int]]]:
+        """Per group-partition, (broker time, offset) of each commit on idc2, in time order."""
+        return {gp: sorted(points) for gp, points in self.commit_log.commits.items()} if self.commit_log else {}
 
     def on_commit(self, group: str):
         """``GroupRunner``'s ``on_commit`` for ``group``: its committed offsets, exactly when committed."""
@@ -112,109 +155,50 @@ class Recorder:
         return record
 
     def run(self, stop: threading.Event) -> None:
-        admins = {c: AdminClient({"bootstrap.servers": b, "log_level": 3}) for c, b in self.bootstraps.items()}
-        # A consumer per group and cluster that never joins its group (the group stays empty on
-        # idc2, as MM2 requires) and only fetches committed offsets. The admin client's offset
-        # fetch crashed librdkafka here (a segfault in rd_kafka_cgrp_op) for groups not yet on idc2.
-        readers = {
-            ("idc2", g): Consumer({"bootstrap.servers": self.bootstraps["idc2"], "group.id": g,
-                                   "enable.auto.commit": False, "log_level": 3})
-            for g in self.groups
-        }
+        self.commit_log = OffsetCommitLog(self.bootstraps["idc2"], set(self.groups))
+        commits = threading.Thread(target=self.commit_log.run, args=(stop,), daemon=True, name="idc2-commits")
+        commits.start()
+        admin = AdminClient({"bootstrap.servers": self.bootstraps["idc2"], "log_level": 3})
         topics = sorted(set(self.groups.values()))
         while not stop.is_set():
             started = time.time()
-            # The log ends first: a copy counted as there was there before the offsets were read.
             specs = {TopicPartition(t, p): OffsetSpec.latest() for t in topics for p in range(PARTITIONS)}
             try:
-                ends = {tp: f.result(timeout=10).offset for tp, f in admins["idc2"].list_offsets(specs).items()}
+                ends = {tp: f.result(timeout=10).offset for tp, f in admin.list_offsets(specs).items()}
             except KafkaException as exc:
                 self.errors[str(exc.args[0].name())] += 1
                 stop.wait(self.interval_s)
                 continue
-            now = time.time()
+            now = time.time()  # after the read: every record counted as there was there by then
             for tp, end in ends.items():
                 self.standby_end[(tp.topic, tp.partition)].append((now, end))
-            for cluster, store in (("idc2", self.mm2),):
-                for g, topic in self.groups.items():
-                    try:
-                        partitions = readers[(cluster, g)].committed(
-                            [TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
-                    except KafkaException as exc:  # e.g. NOT_COORDINATOR while a group's coordinator loads
-                        self.errors[str(exc.args[0].name())] += 1
-                        continue  # this poll has no value for the group: the previous one stands
-                    now = time.time()
-                    for tp in partitions:
-                        if tp.offset >= 0:
-                            store[(g, tp.topic, tp.partition)].append((now, tp.offset))
             stop.wait(max(0.0, self.interval_s - (time.time() - started)))
-        for reader in readers.values():
-            reader.close()
-
-
-def outcome_keys(outcome, state) -> set:
-    """The group-partitions a continuous cycle translated (their memory was renewed by it)."""
-    newest = max((m.translated_at_s for m in state.memory.values()), default=None)
-    return {k for k, m in state.memory.items() if m.translated_at_s == newest}
+        commits.join(timeout=30)
 
 
 @dataclass
 class OurSync:
-    """This project's sync cycles back to back (dry-run); the standby offset ``t`` of every cycle."""
+    """One of this project's continuous runs (committing), in a process of its own: its cycles and the
+    translation statuses it gave (with one reason each)."""
 
-    cycle: object
-    clickhouse: ClickHouseResource
-    cycles: list[tuple[float, float, dict[GP, int]]] = field(default_factory=list)  # (start, end, t per gp)
-    statuses: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    name: str
+    cycles: list[float] = field(default_factory=list)  # seconds per cycle
+    statuses: Counter = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)  # status -> one reason it was given
-    failures: int = 0
+    stage_seconds: Counter = field(default_factory=Counter)  # stage -> seconds over every cycle
+    run: ProcessContinuousRun | None = None
 
-    def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            started = time.time()
-            try:
-                self.cycle()
-            except Exception as exc:  # noqa: BLE001 - counted and shown; the comparison goes on
-                self.failures += 1
-                logging.getLogger("mm2_comparison").warning("sync cycle failed: %s", exc)
-                continue
-            ended = time.time()
-            rows = self.clickhouse.get_client().query(
-                f"SELECT group_id, topic, partition, standby_offset, status, reason FROM {TRANSLATIONS_TABLE} "
-                f"WHERE cycle_time = (SELECT max(cycle_time) FROM {TRANSLATIONS_TABLE})"
-            ).result_rows
-            offsets = {}
-            for g, t, p, offset, status, reason in rows:
-                self.statuses[status] += 1
-                self.examples.setdefault(status, f"{g} {t}[{p}]: {reason}")
-                if offset is not None:
-                    offsets[(g, t, int(p))] = int(offset)
-            self.cycles.append((started, ended, offsets))
+    def on_cycle(self, _at: float, outcome, _settled) -> None:
+        self.cycles.append(outcome.seconds)
+        self.stage_seconds.update(outcome.stage_seconds)
+        self.statuses.update({str(getattr(k, "value", k)): v for k, v in outcome.statuses.items()})
 
-    def watch(self, outcome, state) -> None:
-        """A continuous run's cycle (``--our-sync continuous``): every group-partition's standby offset now."""
-        ended = time.time()
-        offsets = {}
-        for key, row in state.results.items():
-            if key in outcome_keys(outcome, state):
-                self.statuses[row["status"]] += 1
-                self.examples.setdefault(row["status"], f"{key[0]} {key[1]}[{key[2]}]: {row['reason']}")
-            if row["standby_offset"] is not None:
-                offsets[key] = int(row["standby_offset"])
-        self.cycles.append((ended - outcome.seconds, ended, offsets))
+    def on_reason(self, status: str, example: str) -> None:
+        self.examples.setdefault(status, example)
 
-    def series(self, cadence_s: float | None) -> dict[GP, list[tuple[float, int]]]:
-        """Per group-partition, (time it took effect, t); with ``cadence_s``, only cycles started at
-        least that long after the previous one taken (the sensor's cadence, from the same cycles)."""
-        out: dict[GP, list[tuple[float, int]]] = defaultdict(list)
-        last_start = None
-        for start, end, offsets in self.cycles:
-            if cadence_s is not None and last_start is not None and start < last_start + cadence_s:
-                continue
-            last_start = start
-            for gp, t in offsets.items():
-                out[gp].append((end, t))
-        return out
+    def start(self, run_for_s: float, **kwargs) -> None:
+        self.run = ProcessContinuousRun(self.on_cycle, self.on_reason, run_id=f"bench-mm2-{self.name}", **kwargs)
+        self.run.start(run_for_s)
 
 
 class IdleMember:
@@ -241,13 +225,16 @@ class IdleMember:
 # -- reading the logs back --------------------------------------------------------------------------
 
 def copies(bootstraps: dict[str, str], topic: str, partition: int) -> np.ndarray:
-    """``copy_of`` for bench/mm2/counting.py: the idc1 offset of the record at each idc2 offset."""
+    """``copy_of`` for bench/mm2/counting.py: the idc1 offset of the record with the identity of the
+    record at each idc2 offset (for a two-way topic the idc1 log holds originals and copies alike)."""
     active = {record_id(r.value): r.offset for r in read_partition(bootstraps["idc1"], topic, partition, timeout_s=300)}
     active.pop(None, None)
     standby = read_partition(bootstraps["idc2"], topic, partition, timeout_s=300)
-    out = np.full(max((r.offset for r in standby), default=-1) + 1, -1, dtype=np.int64)
+    # Offsets read_partition returns no record at (read_committed: transaction markers of the
+    # exactly-once mirror, aborted records) stay NO_RECORD: counted as neither lost nor duplicated.
+    out = np.full(max((r.offset for r in standby), default=-1) + 1, NO_RECORD, dtype=np.int64)
     for r in standby:
-        out[r.offset] = active.get(record_id(r.value), -1)
+        out[r.offset] = active.get(record_id(r.value), NO_COPY)
     return out
 
 
@@ -315,7 +302,7 @@ def evaluate(row: Row, groups: dict[str, str], standby: dict[GP, list[tuple[floa
 
 
 def format_table(rows: list[Row], since: float) -> str:
-    header = (f"{'system':<16}{'setting':<36}{'1st all':>8}{'trials':>7}{'no offset':>10}{'lost':>6}{'dup mean':>9}{'dup p50':>8}"
+    header = (f"{'system':<16}{'setting':<40}{'1st all':>8}{'trials':>7}{'no offset':>10}{'lost':>6}{'dup mean':>9}{'dup p50':>8}"
               f"{'dup max':>8}{'0-dup':>7}{'stale p50':>10}{'stale max':>10}{'planned lost':>13}{'planned dup':>12}")
     lines = [header, "-" * len(header)]
     for r in rows:
@@ -323,7 +310,7 @@ def format_table(rows: list[Row], since: float) -> str:
         st = r.staleness or [0.0]
         first = f"{r.all_synced_at - since:.0f}s" if r.all_synced_at is not None else "never"
         lines.append(
-            f"{r.system:<16}{r.setting:<36}{first:>8}{r.trials:>7}{r.unsynced:>10}{r.lost:>6}{statistics.mean(d):>9.1f}"
+            f"{r.system:<16}{r.setting:<40}{first:>8}{r.trials:>7}{r.unsynced:>10}{r.lost:>6}{statistics.mean(d):>9.1f}"
             f"{statistics.median(d):>8.0f}{max(d):>8}{sum(1 for x in d if x == 0) / len(d):>7.0%}"
             f"{statistics.median(st):>9.1f}s{max(st):>9.1f}s{r.planned_lost:>13}{r.planned_duplicated:>12}"
         )
@@ -332,30 +319,47 @@ def format_table(rows: list[Row], since: float) -> str:
 
 # -- the run ----------------------------------------------------------------------------------------
 
+def targets(rows: list[Row]) -> list[str]:
+    """One line per target: met or not, with the figures it was judged by."""
+    lines = []
+    for r in rows:
+        ok = r.lost == 0 and r.planned_lost == 0
+        lines.append(f"{'MET    ' if ok else 'NOT MET'} 0 lost: {r.system} {r.setting}: {r.lost} lost in {r.trials} "
+                     f"trials, {r.planned_lost} at the planned switchover")
+    tuned = next(r for r in rows if r.system == "MirrorMaker 2" and "tuned" in r.setting)
+    bound = DUP_TARGET_RATIO * statistics.mean(tuned.duplicated or [0])
+    for r in rows:
+        if r.system != "offset_pipeline":
+            continue
+        mean = statistics.mean(r.duplicated or [0])
+        lines.append(f"{'MET    ' if mean <= bound else 'NOT MET'} duplicates <= 1/10 of tuned MM2's: {r.setting}: "
+                     f"{mean:.2f} per failover against {bound:.2f} (tuned MM2 {bound / DUP_TARGET_RATIO:.1f})")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--measure-s", type=float, default=600.0, help="the measured window (disaster trials)")
     parser.add_argument("--warmup-s", type=float, default=120.0, help="after MM2 starts, before measuring")
     parser.add_argument("--settle-s", type=float, default=90.0, help="after the groups stop (planned switchover)")
-    parser.add_argument("--rate", type=float, default=10.0, help="records per second per topic")
+    parser.add_argument("--rate", type=float, default=10.0, help="records per second per topic and producing cluster")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--our-sync", choices=("continuous", "cycles"), default="continuous",
-                        help="continuous: the default mode's run (dry run); cycles: full cycles back to back, "
-                             "and every 30 s from the same cycles (the interval mode)")
     args = parser.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so the scratch brokers and MM2 processes are stopped on the way out.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGHUP, lambda *_: sys.exit(129))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     started = time.monotonic()
     print(f"MirrorMaker 2 jars: {mm2_jars()}", flush=True)
     traffic = plan(args.rate)
-    groups = {f"{t.name}.g{k}": t.name for t in traffic for k in range(GROUPS_PER_TOPIC)}
+    groups = groups_of(traffic)
+    shapes = {t.name: "two_way" if family_of(t.name) == TWO_WAY else "one_way:idc1" for t in traffic}
+    syncs = {family: OurSync(family) for family in PLAIN} | {"transform": OurSync("transform")}
+    mirrors: list[MirrorMaker2] = []
+    transform_mirror = None
     with ScratchClusters() as clusters, tempfile.TemporaryDirectory(prefix="offset-pipeline-mm2-") as scratch:
         work = Path(scratch)
         bootstraps = clusters.bootstraps
-        decisions = logging.getLogger(LOGGER_NAME)  # the sync's decision lines to a file, not the table
-        handler = logging.FileHandler(work / "decisions.log")
-        decisions.handlers, decisions.propagate = [handler], False
         ensure_topics(traffic, bootstraps)
         stop_traffic, stop_groups, stop_watch = threading.Event(), threading.Event(), threading.Event()
         generator = TrafficGenerator(traffic, bootstraps, seed=args.seed)
@@ -370,81 +374,67 @@ def main(argv: list[str] | None = None) -> int:
         for thread in threads + group_threads:
             thread.start()
         time.sleep(15)  # the groups have committed before MM2 starts, so its first group scan finds them
+        # One plain MM2 per family; its group offset sync names MM2's groups only, so it never writes
+        # the groups this project commits (MM2 would otherwise overwrite them every interval).
         mirrors = [
-            MirrorMaker2(setting, bootstraps["idc1"], bootstraps["idc2"], rf"{PREFIX}{setting}\..*",
-                         rf"{PREFIX}{setting}\..*", work / f"mm2-{setting}", dict(settings))
-            for setting, settings in SETTINGS.items()
+            MirrorMaker2(family, bootstraps["idc1"], bootstraps["idc2"], rf"{re.escape(PREFIX + family)}\..*",
+                         rf"{re.escape(PREFIX + family)}\..*\.({'|'.join(MM2_GROUPS)})", work / f"mm2-{family}",
+                         dict(settings))
+            for family, settings in PLAIN.items()
         ]
         mm2_started = time.time()
-        for mirror in mirrors:
-            mirror.start()
-        resources = {
-            "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=bootstraps["idc1"]),
-            "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=bootstraps["idc2"]),
-            "clickhouse": ClickHouseResource(dsn=f"chdb://{work / 'clickhouse'}"),
-            "spark": SparkResource(),
-        }
-        shapes = {t.name: "one_way:idc1" for t in traffic}
-        continuous = None
-        if args.our_sync == "continuous":
-            ours = OurSync(None, resources["clickhouse"])
-            continuous = BenchContinuousRun(bootstraps, f"chdb://{work / 'clickhouse'}", shapes,
-                                            group_include=rf"^{PREFIX}", dry_run=True, mirror_writes_headers=False,
-                                            watch=ours.watch)
-        else:
-            ours = OurSync(
-                dagster_sync_cycle(resources, group_include=rf"^{PREFIX}", topic_shapes=shapes,
-                                   extra_run_config={"offset_standby_commits": {"dry_run": True},
-                                                     "offset_translations": {"mirror_writes_headers": False}},
-                                   console_log_level="WARNING"),
-                resources["clickhouse"],
-            )
-        recorder_thread = threading.Thread(target=recorder.run, args=(stop_watch,), daemon=True, name="recorder")
-        recorder_thread.start()
-        moments: dict[str, float] = {}
-
-        def schedule() -> None:
-            """The run's timeline; the sync cycles run in the main thread meanwhile (the embedded
-            ClickHouse engine and local Spark stay in the thread that opened them)."""
-            try:
-                print(f"warming up {args.warmup_s:.0f} s, then measuring {args.measure_s:.0f} s "
-                      f"({len(groups)} groups, {len(traffic)} topics at {args.rate:g}/s)", flush=True)
-                time.sleep(args.warmup_s)
-                moments["window_start"] = time.time()
-                time.sleep(args.measure_s)
-                moments["window_end"] = time.time()
-                # Idle members join first and stay through the settling: they never commit, so each
-                # group's offsets on idc1 end where its runner leaves them. Without a member, MM2's
-                # writes on idc2 read to our direction rule as the group moving there (split brain, then
-                # idc2 active): in a deployment only one syncer writes the standby group.
-                holders = [IdleMember(bootstraps["idc1"], group, topic) for group, topic in groups.items()]
-                time.sleep(5)
-                stop_groups.set()
-                for thread in group_threads:
-                    thread.join(timeout=60)
-                moments["groups_stopped"] = time.time()
-                print(f"groups stopped; settling {args.settle_s:.0f} s for the planned switchover", flush=True)
-                time.sleep(args.settle_s)
-                moments["final_at"] = time.time()
-                for holder in holders:
-                    holder.close()
-            finally:
-                stop_watch.set()
-
-        timeline = threading.Thread(target=schedule, daemon=True, name="timeline")
-        timeline.start()
         try:
-            if continuous is not None:
-                continuous.start(args.warmup_s + args.measure_s + args.settle_s + 600)
-                stop_watch.wait()
-                continuous.stop.set()
-                continuous.join(300)
-            else:
-                ours.run(stop_watch)
+            for mirror in mirrors:
+                mirror.start()
+            transform_mirror = start_transform_mirror(
+                bootstraps, rf"{re.escape(PREFIX)}({HEADERS}|{TWO_WAY})\..*", work / "mm2-transform", free_port())
+            print(f"MirrorMaker 2 with the transform copies both ways, {transform_mirror.ready_after_s:.1f} s after its "
+                  "JVM started", flush=True)
+            run_for_s = args.warmup_s + args.measure_s + args.settle_s + 600
+            common = {"bootstraps": bootstraps, "shapes": shapes, "dry_run": False}
+            for family, mirror in zip(PLAIN, mirrors):
+                syncs[family].start(
+                    run_for_s, dsn=f"chdb://{work / ('clickhouse-' + family)}", **common,
+                    group_include=rf"^{re.escape(PREFIX + family)}\..*\.({'|'.join(OUR_GROUPS)})$",
+                    mirror_writes_headers=False,
+                    offset_syncs_topics=(OffsetSyncsTopic("idc1", "idc2", "idc1", offset_syncs_topic(*mirror.aliases)),))
+            syncs["transform"].start(
+                run_for_s, dsn=f"chdb://{work / 'clickhouse-transform'}", **common,
+                group_include=rf"^{re.escape(PREFIX)}({HEADERS}|{TWO_WAY})\..*\.({'|'.join(OUR_GROUPS)})$",
+                mirror_writes_headers=True)
+            recorder_thread = threading.Thread(target=recorder.run, args=(stop_watch,), daemon=True, name="recorder")
+            recorder_thread.start()
+            moments: dict[str, float] = {}
+            print(f"warming up {args.warmup_s:.0f} s, then measuring {args.measure_s:.0f} s "
+                  f"({len(groups)} groups, {len(traffic)} topics at {args.rate:g}/s per producing cluster)", flush=True)
+            time.sleep(args.warmup_s)
+            moments["window_start"] = time.time()
+            time.sleep(args.measure_s)
+            moments["window_end"] = time.time()
+            # Idle members join first and stay through the settling: they never commit, so each
+            # group's offsets on idc1 end where its runner leaves them, and the group stays active
+            # on idc1 (a group with no member on either side reads to the sync's direction rule as
+            # one that may be moving).
+            holders = [IdleMember(bootstraps["idc1"], group, topic) for group, topic in groups.items()]
+            time.sleep(5)
+            stop_groups.set()
+            for thread in group_threads:
+                thread.join(timeout=60)
+            moments["groups_stopped"] = time.time()
+            print(f"groups stopped; settling {args.settle_s:.0f} s for the planned switchover", flush=True)
+            time.sleep(args.settle_s)
+            moments["final_at"] = time.time()
+            stop_watch.set()
+            recorder_thread.join(timeout=60)
+            for holder in holders:
+                holder.close()
         finally:
             stop_watch.set()
-            timeline.join(timeout=args.warmup_s + args.measure_s + args.settle_s + 120)
-            recorder_thread.join(timeout=60)
+            for sync in syncs.values():
+                if sync.run is not None:
+                    sync.run.terminate()  # its cycles were reported as they ran; no summary is needed
+            if transform_mirror is not None:
+                transform_mirror.stop()
             for mirror in mirrors:
                 mirror.stop()
             stop_traffic.set()
@@ -455,54 +445,60 @@ def main(argv: list[str] | None = None) -> int:
         copy_of = {(t.name, p): copies(bootstraps, t.name, p) for t in traffic for p in range(PARTITIONS)}
 
     samples = list(np.arange(window_start, window_end, 1.0))
-    durations = [end - start for start, end, _ in ours.cycles]
-    by_setting = {s: {g: t for g, t in groups.items() if setting_of(t) == s} for s in SETTINGS}
-    fast = ours.series(None)
-    slow = ours.series(SLOW_CADENCE_S)
-    mean_cycle = statistics.mean(durations) if durations else float("nan")
-    rows, per_pattern = [], []
-    for setting in SETTINGS:
-        mm2_label = "defaults" if setting == "defaults" else "tuned (lag 0, 1 s)"
-        rows.append(evaluate(Row("MirrorMaker 2", mm2_label), by_setting[setting], recorder.mm2, recorder, copy_of,
-                             samples, final_at))
-        if continuous is not None:
-            rows.append(evaluate(Row("offset_pipeline", f"continuous (default, cycles ~{mean_cycle:.1f} s) [{setting}]"),
-                                 by_setting[setting], fast, recorder, copy_of, samples, final_at))
-        else:
-            rows.append(evaluate(Row("offset_pipeline", f"back to back (~{mean_cycle:.0f} s) [{setting}]"),
-                                 by_setting[setting], fast, recorder, copy_of, samples, final_at))
-            rows.append(evaluate(Row("offset_pipeline", f"every {SLOW_CADENCE_S:.0f} s [{setting}]"),
-                                 by_setting[setting], slow, recorder, copy_of, samples, final_at))
-        for pattern in PATTERNS:
-            subset = {g: t for g, t in by_setting[setting].items() if pattern_of(t) == pattern}
-            per_pattern.append(evaluate(Row("MirrorMaker 2", f"{mm2_label} / {pattern}"), subset, recorder.mm2,
-                                        recorder, copy_of, samples, final_at))
-            per_pattern.append(evaluate(Row("offset_pipeline", f"~{mean_cycle:.0f} s / {pattern} [{setting}]"), subset,
-                                        fast, recorder, copy_of, samples, final_at))
+
+    def chosen(family: str, ours: bool, pattern: str | None = None) -> dict[str, str]:
+        return {g: t for g, t in groups.items() if family_of(t) == family and is_ours(g) == ours
+                and (pattern is None or pattern_of(t) == pattern)}
+
+    labels = [
+        ("MirrorMaker 2", "checkpoints, defaults", "defaults", False),
+        ("offset_pipeline", "offset syncs of plain MM2 defaults", "defaults", True),
+        ("MirrorMaker 2", "checkpoints, tuned (lag 0, 1 s)", "tuned", False),
+        ("offset_pipeline", "offset syncs of plain MM2 tuned", "tuned", True),
+        ("offset_pipeline", "MM2+transform, one-way", HEADERS, True),
+        ("offset_pipeline", "MM2+transform, two-way", TWO_WAY, True),
+    ]
+    rows = [evaluate(Row(system, setting), chosen(family, ours), recorder.standby, recorder, copy_of, samples, final_at)
+            for system, setting, family, ours in labels]
+    per_pattern = [evaluate(Row(system, f"{setting} / {pattern}"), chosen(family, ours, pattern), recorder.standby,
+                            recorder, copy_of, samples, final_at)
+                   for system, setting, family, ours in labels for pattern in PATTERNS]
 
     print()
-    print(f"MirrorMaker 2 vs offset_pipeline on the same clusters, traffic and groups: {len(samples)} s measured, "
-          f"{len(ours.cycles)} sync cycles (mean {mean_cycle:.1f} s, {ours.failures} failed), "
-          f"{time.monotonic() - started:.0f} s in all")
-    print("a trial = one group failing over at one second of the window; lost and duplicated records per trial, "
-          "by record identity; staleness per group-partition and second; '1st all': seconds from MM2's start until "
-          "every group-partition had a standby offset; 'no offset': trials with a partition that had none yet; "
-          "planned: after the groups stopped and the sync settled")
+    print(f"MirrorMaker 2 vs offset_pipeline committing behind MirrorMaker 2, same clusters and traffic: "
+          f"{len(samples)} s measured, {time.monotonic() - started:.0f} s in all")
+    for name, sync in syncs.items():
+        mean = statistics.mean(sync.cycles) if sync.cycles else float("nan")
+        print(f"  sync behind {'MM2+transform' if name == 'transform' else 'plain MM2 ' + name}: "
+              f"{len(sync.cycles)} cycles, mean {mean:.2f} s ("
+              + ", ".join(f"{k} {v / max(1, len(sync.cycles)):.2f}" for k, v in sync.stage_seconds.items()) + ")")
+    print("a trial = one group failing over at one second of the window, restarting at the offset committed on idc2 "
+          "then (its commit's append time in idc2's __consumer_offsets); lost and duplicated records per trial, by record identity; staleness per "
+          "group-partition and second; '1st all': seconds from MM2's start until every group-partition had an "
+          "offset on idc2; 'no offset': trials with a partition that had none yet; planned: after the groups "
+          "stopped and the sync settled")
     print(format_table(rows, mm2_started))
     print()
     print("by timestamp pattern:")
     print(format_table(per_pattern, mm2_started))
     print()
+    print("targets:")
+    for line in targets(rows):
+        print(f"  {line}")
+    print()
     # A mirror that copies a record twice (at-least-once) leaves the second copy after the first: any
     # restart before it reads it again, whatever the standby offset (every system pays it alike).
     twice = {f"{t}[{p}]": int(np.count_nonzero(c >= 0) - len(np.unique(c[c >= 0]))) for (t, p), c in copy_of.items()}
-    print("records copied twice onto idc2 by MM2 (duplicates no standby offset avoids): "
+    print("records copied twice onto idc2 (duplicates no standby offset avoids): "
           + (", ".join(f"{k} {v}" for k, v in sorted(twice.items()) if v) or "none"))
-    print(f"polls: every {recorder.interval_s:g} s; transient read errors skipped: "
-          + (", ".join(f"{k} {v}" for k, v in sorted(recorder.errors.items())) or "none"))
-    print("translation statuses of our cycles: " + ", ".join(f"{k} {v}" for k, v in sorted(ours.statuses.items())))
-    for status, example in sorted(ours.examples.items()):
-        print(f"  {status}, e.g. {example}")
+    print(f"idc2 log ends polled every {recorder.interval_s:g} s; transient read errors skipped: "
+          + (", ".join(f"{k} {v}" for k, v in sorted(recorder.errors.items())) or "none")
+          + f"; __consumer_offsets read errors: {recorder.commit_log.errors if recorder.commit_log else 'not read'}")
+    for name, sync in syncs.items():
+        print(f"translation statuses behind {name}: "
+              + (", ".join(f"{k} {v}" for k, v in sorted(sync.statuses.items())) or "none"))
+        for status, example in sorted(sync.examples.items()):
+            print(f"  {status}, e.g. {example}")
     return 0
 
 

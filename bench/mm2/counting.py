@@ -1,14 +1,19 @@
 """What a failover at a moment would cost, counted from the logs by record identity: pure, for the
 MirrorMaker 2 comparison (``bench/mm2_comparison.py``) and its tests.
 
-One partition of a one-way topic: the active log (where the group reads and commits ``c``) and its
-copy on the standby. ``copy_of[o]`` is the active offset of the record at standby offset ``o`` (-1
-for a record that is no copy of an active record). A group that failed over at a moment restarts
-on the standby at ``g``, the standby offset then, and reads the standby log as it stood then (its
-end ``standby_end``):
+One partition: the active log (where the group reads and commits ``c``) and the standby log.
+``copy_of[o]`` is the active offset of the record with the same identity as the record at standby
+offset ``o`` (for a one-way topic its original; for a two-way topic the original or its copy),
+``NO_COPY`` (-1) for a record with no such active record, ``NO_RECORD`` (-2) for an offset that holds
+no record a consumer reads: a transaction marker (an exactly-once mirror writes one per transaction)
+or an aborted record. A consumer skips those: they are neither lost nor read again.
 
-* **lost**: standby records below ``g`` that are no copy of an active record below ``c`` -- the
-  group never processed them, and never will (DESIGN.md §2);
+A group that failed over at a moment restarts on the standby at ``g``, the standby offset then, and
+reads the standby log as it stood then (its end ``standby_end``):
+
+* **lost**: standby records below ``g`` (in the final log: a ``g`` past the end then skips what is
+  written there later) that are no copy of an active record below ``c`` -- the group never
+  processed them, and never will (DESIGN.md §2); offsets without a record are none;
 * **duplicated**: standby records from ``g`` to ``standby_end`` that copy an active record below
   ``c`` -- processed once, read again.
 
@@ -30,6 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 
 
+NO_COPY = -1  # a standby record with no active record of the same identity
+NO_RECORD = -2  # a standby offset no consumer reads a record at (transaction marker, aborted record)
+
+
 @dataclass(frozen=True)
 class FailoverCost:
     lost: int
@@ -39,9 +48,12 @@ class FailoverCost:
 def failover_cost(copy_of: np.ndarray, c: int, g: int, standby_end: int) -> FailoverCost:
     """The cost of restarting at ``g`` on the standby, the group having committed ``c`` on the active."""
     end = min(standby_end, len(copy_of))
+    # Losses over the whole final log below g, not only what stood below g then: a g beyond the
+    # log's end then skips the records written there later, and a standby end read a moment
+    # before s must not hide them.
+    below = copy_of[:max(0, min(g, len(copy_of)))]
+    lost = int(np.count_nonzero((below == NO_COPY) | (below >= c)))
     g = max(0, min(g, end))
-    below = copy_of[:g]
-    lost = int(np.count_nonzero((below < 0) | (below >= c)))
     duplicated = int(np.count_nonzero((copy_of[g:end] >= 0) & (copy_of[g:end] < c)))
     return FailoverCost(lost, duplicated)
 
