@@ -106,7 +106,14 @@ def _read(consumer: Consumer, cluster: str, topic: str, timeout_s: float, max_re
                 return OffsetSyncsRead(
                     cluster, topic, unreadable=f"{cluster}: {topic} not read within {timeout_s:g} s "
                                                f"({read} of {high - start} records)")
-            for message in consumer.consume(num_messages=500, timeout=min(left, 1.0)):
+            # Take what has arrived; when nothing has, wait for the next fetch (not for a full
+            # batch): a batch consume waits out its whole timeout unless it fills, the end-of-partition
+            # event included, so a read of a few new pairs cost a full second of every cycle.
+            batch = consumer.consume(num_messages=500, timeout=0)
+            if not batch:
+                first = consumer.poll(min(left, 1.0))
+                batch = [first] if first is not None else []
+            for message in batch:
                 error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
