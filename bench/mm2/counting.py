@@ -58,6 +58,18 @@ def failover_cost(copy_of: np.ndarray, c: int, g: int, standby_end: int) -> Fail
     return FailoverCost(lost, duplicated)
 
 
+def fewest_duplicates(copy_of: np.ndarray, c: int, standby_end: int) -> int:
+    """The duplicates of the best standby offset any syncer could have chosen then: the first standby
+    record (below ``standby_end``) the group has not processed; a lower offset only adds duplicates,
+    a higher one loses that record. 0 for a one-way topic (the copies keep the active order); on a
+    two-way topic, the processed copies the mirror wrote after a record the group never saw."""
+    end = min(standby_end, len(copy_of))
+    head = copy_of[:end]
+    unprocessed = np.flatnonzero((head == NO_COPY) | (head >= c))
+    g = int(unprocessed[0]) if len(unprocessed) else end
+    return failover_cost(copy_of, c, g, standby_end).duplicated
+
+
 def active_position(copy_of: np.ndarray, g: int, standby_end: int) -> int:
     """The active offset the standby offset ``g`` restarts the group from."""
     end = min(standby_end, len(copy_of))
