@@ -16,10 +16,10 @@ Afterwards each target partition, read ``read_committed``, must hold every sourc
 once, in the source's order, each copy's ``IDC`` header naming idc1 and its ``Offset`` header the
 record's exact offset there: a lost, repeated or reordered copy, or a wrong header, fails the test.
 
-A :class:`TaskWatch` restarts MirrorMaker 2 when one of its tasks died and stays dead (Connect
-leaves a failed task stopped until someone restarts it; a deployment's supervisor would restart the
-process), and when the JVM exited. The restarts it made are printed with the figures, and a restart
-is what a fault cost, never a pass: the copy must still be exact.
+MirrorMaker 2 runs under its keeper (``MirrorMaker2Keeper``), which restarts it when one of its tasks
+failed and stays stopped (Connect leaves a failed task stopped until someone restarts it) or its JVM
+exited, as a deployment's supervisor would. The restarts it made are printed with the figures; a
+restart is what a fault cost, never a pass: the copy must still be exact.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from devstack.mirrormaker2 import MirrorMaker2, MirrorMaker2Config
+from devstack.mirrormaker2 import MirrorMaker2, MirrorMaker2Config, MirrorMaker2Keeper
 from devstack.records import read_partition
 from offset_pipeline.translation.headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER
 
@@ -51,8 +51,6 @@ SHORT_OUTAGE_S = 4.0
 LONG_OUTAGE_S = 15.0
 #: Copies to see arrive before a kill and after a restart (the traffic makes ~100 a second).
 FLOWING = 150
-#: What Connect logs when a task failed for good: it copies nothing more until restarted.
-TASK_DIED = "will not recover until manually restarted"
 
 
 @pytest.fixture(scope="module")
@@ -63,47 +61,19 @@ def own_pair(kafka_jars, tmp_path_factory):
         yield pair
 
 
-class TaskWatch:
-    """MirrorMaker 2 under watch: :meth:`check` restarts it when one of its tasks died (``TASK_DIED``
-    in its log since the last start) or the JVM exited, and counts the restarts with their cause.
-    Runs in the thread that started the mirror (its JVM's parent-death signal follows that thread)."""
-
-    def __init__(self, mirror: MirrorMaker2):
-        self.mirror = mirror
-        self.restarts: list[str] = []
-        self._mark = self._log_size()
-
-    def _log_size(self) -> int:
-        return self.mirror.log_path.stat().st_size if self.mirror.log_path.exists() else 0
-
-    def task_died(self) -> bool:
-        with open(self.mirror.log_path, "rb") as log:
-            log.seek(min(self._mark, self._log_size()))
-            return TASK_DIED.encode() in log.read()
-
-    def check(self) -> None:
-        if self.mirror.running() and not self.task_died():
-            return
-        cause = "a task died" if self.mirror.running() else f"the JVM exited ({self.mirror.proc.returncode})"
-        self.restarts.append(cause)
-        print(f"MirrorMaker 2 restarted: {cause}; log: {self.mirror.log_path}")
-        self.mirror.stop(grace_s=10.0)
-        self._mark = self._log_size()
-        self.mirror.start(timeout_s=180)
-
-
 @pytest.fixture(scope="module")
 def mm2(own_pair, tmp_path_factory):
-    """The module's MirrorMaker 2: idc1 -> idc2 only, exactly-once. Started from the main thread."""
-    mirror = MirrorMaker2(MirrorMaker2Config(
+    """The module's MirrorMaker 2, idc1 -> idc2 only, exactly-once, under its keeper (restarted when
+    its JVM exits or a task failed, as a deployment's supervisor would)."""
+    keeper = MirrorMaker2Keeper(MirrorMaker2(MirrorMaker2Config(
         (own_pair.endpoint("idc1"), own_pair.endpoint("idc2")), Path(tmp_path_factory.mktemp("mm2")),
-        topics=MM2_TOPICS, rest_port=free_port(), exactly_once=True, one_way=True))
-    took = mirror.start(timeout_s=180)
+        topics=MM2_TOPICS, rest_port=free_port(), exactly_once=True, one_way=True)))
+    took = keeper.start()
     print(f"\nMirrorMaker 2 (idc1 -> idc2, exactly-once) copied its probe {took:.1f}s after the JVM started")
     try:
-        yield TaskWatch(mirror)
+        yield keeper
     finally:
-        mirror.stop(grace_s=10.0)
+        keeper.stop()
 
 
 class SteadyTraffic:
@@ -189,14 +159,13 @@ def assert_exact_copy(pair: KafkaPair, topic: str) -> int:
     return compared
 
 
-def run_faults(pair: KafkaPair, watch: TaskWatch, victim: str, outages: list[float], topic: str) -> dict:
+def run_faults(pair: KafkaPair, keeper: MirrorMaker2Keeper, victim: str, outages: list[float], topic: str) -> dict:
     copies = CopyCount(pair, topic)
 
     def flowing(at_least: int):
-        watch.check()  # a task dead since the last check: restarted here, as a supervisor would
         return copies() >= at_least
 
-    restarts_before = len(watch.restarts)
+    restarts_before = keeper.restarts
     resumed_after: list[float] = []
     with SteadyTraffic(pair.bootstrap("idc1"), topic) as traffic:
         for kill, outage_s in enumerate(outages):
@@ -220,7 +189,7 @@ def run_faults(pair: KafkaPair, watch: TaskWatch, victim: str, outages: list[flo
     summary = {
         "victim": victim, "outages_s": outages, "records": sent,
         "copies_flowing_again_after_restart_s": [round(s, 1) for s in resumed_after],
-        "mm2_restarts": watch.restarts[restarts_before:],
+        "mm2_restarts_by_its_keeper": keeper.restarts - restarts_before,
     }
     print(f"\nMirrorMaker 2 recovery ({victim} killed): {json.dumps(summary)}")
     return summary
