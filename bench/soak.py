@@ -176,7 +176,9 @@ class Soak:
         self.workload = workload_from(args)
         say(f"work folder {self.base}; {self.workload.group_partitions} group-partitions "
             f"({args.topics} topics x {args.partitions} partitions x {args.groups_per_topic} groups)")
-        self.stack = DevStack(StackSettings(self.base, seed=args.seed, traffic=False, consumers=False, spark="connect"))
+        # The Python mirror: the soak's mirror faults stop and start its per-direction processes.
+        self.stack = DevStack(StackSettings(self.base, seed=args.seed, traffic=False, consumers=False, spark="connect",
+                                            mirror="python"))
         self.stack.up(echo=lambda line: say(line))
         bootstraps = self.stack.bootstraps
         run_dir = self.base / "run"

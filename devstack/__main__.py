@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--no-spark-connect", dest="spark", action="store_const", const="none",
                              help="the same as --spark none")
         command.add_argument("--mirror", choices=MIRROR_CHOICES,
-                             help="the data mirror: python (devstack/mirror.py, the default) or mm2 (MirrorMaker 2 "
-                                  "with the project's origin-header transform; plain clusters only); as "
+                             help="the data mirror: mm2 (MirrorMaker 2 with the project's origin-header transform, "
+                                  "the default) or python (devstack/mirror.py); as "
                                   "OFFSET_PIPELINE_DEVSTACK_MIRROR; the other one is stopped")
         command.add_argument("--secure", action="store_true",
                              help="secure clusters: SASL_SSL, SCRAM-SHA-512, ACLs (as OFFSET_PIPELINE_DEVSTACK_SECURE=1); "

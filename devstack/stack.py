@@ -10,15 +10,15 @@ the workload's topics and groups; ``sync-env`` prints the product's settings for
 ``sync`` (``bin/up`` exports them for Dagster). The data folder remembers: a stack made secure stays
 secure for ``status``, ``down`` and ``up`` until ``clean``.
 
-The data mirror (``OFFSET_PIPELINE_DEVSTACK_MIRROR``, ``up --mirror``): ``python``, the Python mirror
-of ``devstack/mirror.py`` (one process per direction, the default), or ``mm2``, Apache Kafka's
-MirrorMaker 2 with the project's origin-header transform (``devstack/mirrormaker2.py``, both ways in
-one process, part ``mirrormaker2``; plain clusters only). ``up`` with one stops the other first (two
+The data mirror (``OFFSET_PIPELINE_DEVSTACK_MIRROR``, ``up --mirror``): ``mm2``, the default,
+Apache Kafka's MirrorMaker 2 with the project's origin-header transform (``devstack/mirrormaker2.py``,
+both ways in one process, part ``mirrormaker2``, restarted by its keeper when its JVM exits or a
+task fails), or ``python``, the Python mirror of ``devstack/mirror.py`` (one process per direction;
+the soak's faults still act on its two processes). ``up`` with one stops the other first (two
 mirrors would copy every record twice); ``down`` and ``status`` cover both. MirrorMaker 2 keeps its
-positions in its Connect offsets topics, not in the Python mirror's groups: ``python -m devstack
+positions in its Connect offsets topics, not in consumer groups: ``python -m devstack
 mirror-positions`` prints the ``OFFSET_PIPELINE_MIRROR_POSITIONS`` naming them, which ``bin/up``
-exports. The Python mirror stays the default for now: it serves secure stacks, and the soak's faults
-and the stack's restart test act on its two processes.
+exports.
 
 ``DevStack.up()`` is what the README's main command runs before it starts the Dagster UI.
 Everything lives under :func:`~devstack.paths.stack_dir`.
@@ -83,7 +83,7 @@ class StackSettings:
     postgres: bool = False
     # secure clusters (OFFSET_PIPELINE_DEVSTACK_SECURE=1, or a data folder made secure before)
     secure: bool = False
-    mirror: str = "python"  # one of MIRROR_CHOICES
+    mirror: str = "mm2"  # one of MIRROR_CHOICES
 
     def __post_init__(self) -> None:
         if self.spark not in SPARK_CHOICES:
@@ -99,7 +99,7 @@ class StackSettings:
             rate_scale=float(os.environ.get("OFFSET_PIPELINE_RATE_SCALE", "1.0")),
             postgres=dagster_storage() == "postgres",
             secure=stack_security(stack_dir()),
-            mirror=(os.environ.get(MIRROR_ENV) or "python").strip().lower(),
+            mirror=(os.environ.get(MIRROR_ENV) or "mm2").strip().lower(),
         )
 
 
@@ -201,7 +201,7 @@ class DevStack:
         """``sync``'s least rights on each secure cluster (idempotent: an existing ACL stays)."""
         from devstack.consumers import default_groups
         from devstack.mirror import MirrorConfig, MirrorEndpoint
-        from devstack.sync_acls import grant
+        from devstack.sync_acls import connect_offsets_rights, grant
         from devstack.traffic import default_plan
 
         topics, groups = [t.name for t in default_plan()], [g.group_id for g in default_groups()]
@@ -211,6 +211,8 @@ class DevStack:
                                for other in others]
             rights = list(dict.fromkeys(right for group in position_groups
                                         for right in workload_sync_rights(topics, groups, group)))
+            if self.settings.mirror == "mm2":  # its positions: each flow's Connect offsets topic on its target
+                rights += [right for other in others for right in connect_offsets_rights(f"mm2-offsets.{other}.internal")]
             grant({"bootstrap.servers": self.bootstraps[name], "log_level": 3, **config}, f"User:{SYNC_USER}", rights)
             echo(f"cluster {name:5} {SYNC_USER!r} may read {len(topics)} topics and sync {len(groups)} groups "
                  f"({sum(len(r.operations) for r in rights)} ACLs)")

@@ -102,6 +102,14 @@ def fast_forward_rights(topics: str, groups: str, mirror_position_group: str | N
     return rights
 
 
+def connect_offsets_rights(offsets_topic: str) -> list[Right]:
+    """What the sync and the stale fast-forward need on the cluster holding a MirrorMaker 2 flow's
+    Connect offsets topic (``OFFSET_PIPELINE_MIRROR_POSITIONS=...:connect-offsets:TOPIC``): ``READ``
+    on that topic (its records are the mirror's positions; ``DESCRIBE``, for its partitions and log
+    ends, is implied). Its readers' groups are among :data:`OWN_GROUPS`, granted with the sync's."""
+    return [Right("topic", offsets_topic, False, ("READ",))]
+
+
 def audit_rights(topics: str, *, prefixed: bool = True) -> list[Right]:
     """The failover audit's rights on one cluster (module docstring): the records of the audited
     topics, through readers in groups of its own."""

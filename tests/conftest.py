@@ -7,6 +7,7 @@ running stack. Nothing here mocks Kafka.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -25,11 +26,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from devstack.cluster import ClusterSpec, KafkaCluster
 from devstack.jars import fetch_jars
 from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
+from devstack.mirrormaker2 import MirrorMaker2, MirrorMaker2Config, MirrorMaker2Keeper
 from devstack.paths import jars_dir
 
 # The session mirrors copy only topics with this prefix, so tests that run a mirror of their own
 # (restarts, failures) use other names and never race the shared one.
 MIRRORED_PREFIX = "t."
+# The Python mirror's session threads (``python_mirrors``) copy only topics with this prefix.
+PYTHON_MIRRORED_PREFIX = "py."
 
 # SIGTERM grace for brokers a test owns and throws away with their data: in full runs, a broker
 # that served transactional mirrors sometimes sat out the whole 30 s default stop timeout at
@@ -111,6 +115,7 @@ def devstack_env(base: Path, kafka_jars: Path, rate_scale: float) -> dict[str, s
     env.update(
         OFFSET_PIPELINE_DEVSTACK_DIR=str(base), OFFSET_PIPELINE_JARS_DIR=str(kafka_jars),
         OFFSET_PIPELINE_RATE_SCALE=str(rate_scale), OFFSET_PIPELINE_SPARK_CONNECT_PORT=str(free_port()),
+        OFFSET_PIPELINE_MM2_REST_PORT=str(free_port()),
     )
     for name in ("IDC1", "IDC2"):
         env[f"OFFSET_PIPELINE_{name}_PORT"] = str(free_port())
@@ -213,20 +218,35 @@ def _stop_local_spark() -> None:
 
 
 @pytest.fixture(scope="session")
-def session_mirrors(kafka_pair):
-    """Both mirror directions, for topics named ``t.*``, running in threads for the session."""
+def session_mirrors(kafka_pair, tmp_path_factory) -> MirrorMaker2Keeper:
+    """The session's data mirror, both ways, for topics named ``t.*``: Apache Kafka's MirrorMaker 2
+    with the project's origin-header transform (exactly-once), as the local stack runs it, kept
+    running by its keeper (a failed task or a dead JVM is restarted). Started from the main thread's
+    fixture set-up; its JVM lives as long as the keeper's thread."""
+    config = MirrorMaker2Config(
+        (kafka_pair.endpoint("idc1"), kafka_pair.endpoint("idc2")), tmp_path_factory.mktemp("mirrormaker2"),
+        topics=re.escape(MIRRORED_PREFIX) + ".*", rest_port=free_port(),
+    )
+    keeper = MirrorMaker2Keeper(MirrorMaker2(config))
+    keeper.start()
+    yield keeper
+    keeper.stop()
+
+
+@pytest.fixture(scope="session")
+def python_mirrors(kafka_pair):
+    """The dev harness's Python mirror (``devstack/mirror.py``), both ways, for topics named ``py.*``,
+    in threads for the rest of the session once a test asks for it: for the tests of that mirror
+    itself (it still serves the soak) and of reading a mirror's positions from its consumer groups,
+    which MirrorMaker 2 does not keep."""
     stop = threading.Event()
     mirrors, threads = [], []
     for source, target in (("idc1", "idc2"), ("idc2", "idc1")):
-        mirror = DataMirror(
-            MirrorConfig(
-                kafka_pair.endpoint(source),
-                kafka_pair.endpoint(target),
-                topic_pattern=rf"^{MIRRORED_PREFIX.replace('.', '[.]')}",
-                metadata_refresh_s=0.5,
-            )
-        )
-        thread = threading.Thread(target=mirror.run, args=(stop,), daemon=True, name=f"mirror-{source}")
+        mirror = DataMirror(MirrorConfig(
+            kafka_pair.endpoint(source), kafka_pair.endpoint(target),
+            topic_pattern=rf"^{re.escape(PYTHON_MIRRORED_PREFIX)}", metadata_refresh_s=0.5,
+        ))
+        thread = threading.Thread(target=mirror.run, args=(stop,), daemon=True, name=f"python-mirror-{source}")
         thread.start()
         mirrors.append(mirror)
         threads.append(thread)
@@ -234,6 +254,12 @@ def session_mirrors(kafka_pair):
     stop.set()
     for thread in threads:
         thread.join(timeout=30)
+
+
+@pytest.fixture
+def python_topic_name(request) -> str:
+    """A topic name unique to the test, picked up by the Python mirror's session threads."""
+    return f"{PYTHON_MIRRORED_PREFIX}{request.node.name[:40].replace('[', '-').rstrip(']')}.{uuid.uuid4().hex[:6]}"
 
 
 @pytest.fixture

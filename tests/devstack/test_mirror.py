@@ -1,4 +1,9 @@
-"""The data mirror against real brokers: headers, timestamps, order, loops, transactions, restarts."""
+"""The data mirrors against real brokers: headers, timestamps, order, loops, transactions, restarts.
+
+The copy tests run against both mirrors of the dev harness: the session's MirrorMaker 2 with the
+project's transform (the stack's default) and the Python mirror (``devstack/mirror.py``). Restarts
+and partition-count mismatches are the Python mirror's own (MirrorMaker 2's kill and restart is in
+test_mirrormaker2.py and test_failover_trials_mm2.py)."""
 
 from __future__ import annotations
 
@@ -37,11 +42,21 @@ def values(records):
     return [json.loads(r.value) for r in records]
 
 
+@pytest.fixture(params=["mirrormaker2", "python"])
+def topic_name(request, topic_name, python_topic_name):
+    """A topic copied by one of the harness's mirrors (the test runs once per mirror)."""
+    if request.param == "python":
+        request.getfixturevalue("python_mirrors")
+        return python_topic_name
+    request.getfixturevalue("session_mirrors")
+    return topic_name
+
+
 def count_is(pair, cluster, topic, partition, n):
     return lambda: len(read_partition(pair.bootstrap(cluster), topic, partition)) >= n
 
 
-def test_copy_keeps_key_value_timestamp_headers_and_adds_origin(kafka_pair, session_mirrors, topic_name):
+def test_copy_keeps_key_value_timestamp_headers_and_adds_origin(kafka_pair, topic_name):
     kafka_pair.create_topic(topic_name, partitions=3)
     # A day-old CreateTime: the copy must keep it, not restamp it. (Older than the 7-day retention
     # would let the broker delete the records under the test.)
@@ -72,7 +87,7 @@ def test_copy_keeps_key_value_timestamp_headers_and_adds_origin(kafka_pair, sess
 
 
 def test_two_way_topic_keeps_per_origin_order_interleaves_differently_and_never_loops(
-    kafka_pair, session_mirrors, topic_name
+    kafka_pair, topic_name
 ):
     kafka_pair.create_topic(topic_name, partitions=2)
     n = 200
@@ -118,7 +133,7 @@ def test_two_way_topic_keeps_per_origin_order_interleaves_differently_and_never_
     assert orders[("idc1", 0)] != orders[("idc2", 0)] or orders[("idc1", 1)] != orders[("idc2", 1)]
 
 
-def test_aborted_transactions_are_not_mirrored(kafka_pair, session_mirrors, topic_name):
+def test_aborted_transactions_are_not_mirrored(kafka_pair, topic_name):
     kafka_pair.create_topic(topic_name, partitions=1)
     transactions = Transactions(kafka_pair.bootstrap("idc1"), topic_name)
     for batch, commit in (("a", True), ("b", False), ("c", True), ("d", False)):
@@ -139,7 +154,7 @@ def test_aborted_transactions_are_not_mirrored(kafka_pair, session_mirrors, topi
     assert int(copies[5].header(ORIGIN_OFFSET_HEADER)) > int(copies[4].header(ORIGIN_OFFSET_HEADER)) + 1
 
 
-def test_mirror_creates_a_topic_missing_on_the_target(kafka_pair, session_mirrors, topic_name):
+def test_mirror_creates_a_topic_missing_on_the_target(kafka_pair, topic_name):
     kafka_pair.create_topic(topic_name, partitions=4, on=("idc1",))
     produce(kafka_pair.bootstrap("idc1"), topic_name, [{"value": {"id": "x"}, "partition": 3}])
     wait_for(count_is(kafka_pair, "idc2", topic_name, 3, 1), what="copy in the created topic")

@@ -1,9 +1,10 @@
-"""The main command's stack, end to end: `devstack up` brings clusters, mirrors, traffic, consumers
-and the Spark Connect server up; records flow both ways with origin headers; `up` and `watch` restart
-exactly the parts that died; `status` and `down` tell the truth.
+"""The main command's stack, end to end: `devstack up` brings clusters, the mirror (MirrorMaker 2 by
+default), traffic, consumers and the Spark Connect server up; records flow both ways with origin
+headers; `up` and `watch` restart exactly the parts that died, and the mirror's keeper restarts its
+JVM; `status` and `down` tell the truth.
 
 One stack for the module (a whole stack start is the slow part), in the order a person meets it:
-up, crashes and restarts, the other mirror (MirrorMaker 2) and back, down."""
+up, crashes and restarts, the other mirror (the Python mirror) and back, down."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from devstack.records import read_partition
 from offset_pipeline.kafka_io.connect_offsets import read_connect_offsets
 from offset_pipeline.settings import mirror_position_groups
 from offset_pipeline.translation.headers import CopiedFrom, parse_origin
-from tests.conftest import devstack_env, free_port, stopped_by_sigterm, wait_for
+from tests.conftest import devstack_env, stopped_by_sigterm, wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -49,7 +50,7 @@ def test_up_starts_every_part_and_records_flow_both_ways(stack_env):
     status = devstack(stack_env, "status").stdout
     for name in ("idc1", "idc2"):
         assert f"cluster {name}" in status and "ready" in status
-    for proc in ("mirror-idc1-to-idc2", "mirror-idc2-to-idc1", "traffic", "consumers", "spark-connect"):
+    for proc in ("mirrormaker2", "traffic", "consumers", "spark-connect"):
         assert f"{proc}" in status and "running pid" in status.split(proc, 1)[1].splitlines()[0], status
     # The Spark Connect server answers on its configured port (status probes a real session).
     spark_line = status.split("spark-connect", 1)[1].splitlines()[0]
@@ -94,37 +95,45 @@ def test_up_restarts_exactly_the_dead_parts_and_watch_keeps_restarting_them(stac
     up = devstack(stack_env, "up")  # the running stack (or a new one when this test runs alone)
     assert up.returncode == 0, up.stdout + up.stderr
     base = Path(stack_env["OFFSET_PIPELINE_DEVSTACK_DIR"])
-    parts = ("mirror-idc1-to-idc2", "mirror-idc2-to-idc1", "traffic", "consumers")
+    parts = ("mirrormaker2", "traffic", "consumers")
     pids = {name: int((base / "run" / f"{name}.pid").read_text()) for name in parts}
-    broker = int((base / "idc2" / "broker.pid").read_text())
+    log = base / "run" / "mirrormaker2.log"
+    wait_for(lambda: "MirrorMaker 2 copies both ways" in log.read_text(), timeout=180, what="MirrorMaker 2 ready")
 
-    # kill -9 one mirror (the pid its pid file and `status` name) and idc2's broker: crashes.
-    os.kill(pids["mirror-idc1-to-idc2"], signal.SIGKILL)
+    # kill -9 MirrorMaker 2's JVM alone: its keeper (the part's process, still running) starts another.
+    jvm = int((Path(f"/proc/{pids['mirrormaker2']}/task/{pids['mirrormaker2']}/children")).read_text().split()[0])
+    os.kill(jvm, signal.SIGKILL)
+    wait_for(lambda: "MirrorMaker 2 restarted: the JVM exited (code -9)" in log.read_text(), timeout=60,
+             what="the keeper to restart the JVM")
+    assert pid_alive(pids["mirrormaker2"])
+
+    broker = int((base / "idc2" / "broker.pid").read_text())
+    # kill -9 the mirror's part (the pid its pid file and `status` name; its JVM dies with it) and
+    # idc2's broker: crashes.
+    os.kill(pids["mirrormaker2"], signal.SIGKILL)
     os.kill(broker, signal.SIGKILL)
-    wait_for(lambda: not pid_alive(broker) and not pid_alive(pids["mirror-idc1-to-idc2"]), what="the kills")
+    wait_for(lambda: not pid_alive(broker) and not pid_alive(pids["mirrormaker2"]), what="the kills")
     status = devstack(stack_env, "status").stdout
-    assert f"dead (pid {pids['mirror-idc1-to-idc2']} gone" in line_of(status, "mirror-idc1-to-idc2"), status
+    assert f"dead (pid {pids['mirrormaker2']} gone" in line_of(status, "mirrormaker2"), status
     assert " dead " in line_of(status, "cluster idc2"), status
     for name in parts[1:]:
         assert f"running pid {pids[name]}" in line_of(status, name), status
 
-    again = devstack(stack_env, "up")
+    again = devstack(stack_env, "up", timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "restarted: it had died" in line_of(again.stdout, "cluster idc2"), again.stdout
     assert "restarted: it had died" not in line_of(again.stdout, "cluster idc1"), again.stdout
-    assert f"restarted (pid {pids['mirror-idc1-to-idc2']} had died)" in line_of(again.stdout, "mirror-idc1-to-idc2")
+    assert f"restarted (pid {pids['mirrormaker2']} had died)" in line_of(again.stdout, "mirrormaker2")
     for name in parts[1:]:
         assert f"pid {pids[name]}  already running" in line_of(again.stdout, name), again.stdout
     status = devstack(stack_env, "status").stdout
-    new_mirror = int((base / "run" / "mirror-idc1-to-idc2.pid").read_text())
-    assert new_mirror != pids["mirror-idc1-to-idc2"]
-    assert f"running pid {new_mirror}" in line_of(status, "mirror-idc1-to-idc2"), status
+    new_mirror = int((base / "run" / "mirrormaker2.pid").read_text())
+    assert new_mirror != pids["mirrormaker2"]
+    assert f"running pid {new_mirror}" in line_of(status, "mirrormaker2"), status
     assert "ready" in line_of(status, "cluster idc2"), status
-    # The new mirror resumes from the positions its predecessor committed on idc2.
-    log = base / "run" / "mirror-idc1-to-idc2.log"
-    wait_for(lambda: "resumed from committed positions)" in log.read_text().rsplit("=== starting", 1)[-1]
-             and "(0 resumed" not in log.read_text().rsplit("=== starting", 1)[-1],
-             timeout=120, what="the restarted mirror to resume")
+    # The new MirrorMaker 2 copies both ways again (its readiness: a probe copied on each flow).
+    wait_for(lambda: "MirrorMaker 2 copies both ways" in log.read_text().rsplit("=== starting", 1)[-1],
+             timeout=180, what="the restarted MirrorMaker 2 to copy both ways")
 
     # watch: a part that dies (here the traffic program itself crashes) is restarted, and
     # SIGTERM stops the watch (exit 0), leaving the stack running.
@@ -143,31 +152,39 @@ def test_up_restarts_exactly_the_dead_parts_and_watch_keeps_restarting_them(stac
     assert "=== exited with signal 9 at " in (base / "run" / "traffic.log").read_text()
 
 
-def test_up_mirror_mm2_replaces_the_python_mirrors_with_mirrormaker2(stack_env):
-    """``up --mirror mm2``: the Python mirrors stop, one MirrorMaker 2 copies both ways with the origin
-    headers (its own readiness probe, checked here with the sync's header parser); ``up`` without
-    it goes back (the next test starts from there)."""
-    assert devstack(stack_env, "up").returncode == 0  # the Python mirrors run (also when this test runs alone)
-    env = {**stack_env, "OFFSET_PIPELINE_MM2_REST_PORT": str(free_port())}
-    up = devstack(env, "up", "--mirror", "mm2", timeout=240)
-    assert up.returncode == 0, up.stdout + up.stderr
+def test_up_mirror_python_replaces_mirrormaker2_and_up_goes_back(stack_env):
+    """``up --mirror python``: MirrorMaker 2 stops, the two Python mirrors copy; ``up`` without it
+    goes back to MirrorMaker 2, whose positions ``mirror-positions`` names (what ``bin/up`` exports)."""
+    assert devstack(stack_env, "up", timeout=300).returncode == 0  # MirrorMaker 2 runs (also when run alone)
+    base = Path(stack_env["OFFSET_PIPELINE_DEVSTACK_DIR"])
+    python = devstack(stack_env, "up", "--mirror", "python", timeout=240)
+    assert python.returncode == 0, python.stdout + python.stderr
+    assert "stopped mirrormaker2 (the python mirror replaces it)" in python.stdout, python.stdout
+    status = devstack(stack_env, "status").stdout
     for name in ("mirror-idc1-to-idc2", "mirror-idc2-to-idc1"):
-        assert f"stopped {name} (the mm2 mirror replaces it)" in up.stdout, up.stdout
-    status = devstack(env, "status").stdout
+        assert "running pid" in line_of(status, name), status
+    assert "mirrormaker2" not in status, status  # stopped on purpose: no pid file, nothing to show
+    assert devstack({**stack_env, "OFFSET_PIPELINE_DEVSTACK_MIRROR": "python"}, "mirror-positions").stdout.strip() == ""
+
+    back = devstack(stack_env, "up", timeout=300)
+    assert back.returncode == 0, back.stdout + back.stderr
+    for name in ("mirror-idc1-to-idc2", "mirror-idc2-to-idc1"):
+        assert f"stopped {name} (the mm2 mirror replaces it)" in back.stdout, back.stdout
+    status = devstack(stack_env, "status").stdout
     assert "running pid" in line_of(status, "mirrormaker2"), status
     assert "stopped" in line_of(status, "mirror-idc1-to-idc2"), status
-    base = Path(stack_env["OFFSET_PIPELINE_DEVSTACK_DIR"])
     log = base / "run" / "mirrormaker2.log"
-    wait_for(lambda: "MirrorMaker 2 copies both ways" in log.read_text() or "error:" in log.read_text(),
+    wait_for(lambda: "MirrorMaker 2 copies both ways" in log.read_text().rsplit("=== starting", 1)[-1]
+             or "error:" in log.read_text().rsplit("=== starting", 1)[-1],
              timeout=180, what="MirrorMaker 2 to copy both ways")
-    assert "MirrorMaker 2 copies both ways" in log.read_text(), log.read_text()[-3000:]
+    assert "MirrorMaker 2 copies both ways" in log.read_text().rsplit("=== starting", 1)[-1], log.read_text()[-3000:]
     bootstrap = {n: f"127.0.0.1:{stack_env[f'OFFSET_PIPELINE_{n.upper()}_PORT']}" for n in ("idc1", "idc2")}
     for name, other in (("idc1", "idc2"), ("idc2", "idc1")):
         probes = [parse_origin(list(r.headers), read_from=name, peer=other)
                   for r in read_partition(bootstrap[name], PROBE_TOPIC, 0)]
         assert any(isinstance(o, CopiedFrom) and o.cluster == other for o in probes), probes
     # What bin/up exports for it: the topics where MirrorMaker 2 keeps its positions, which hold them.
-    setting = devstack({**env, "OFFSET_PIPELINE_DEVSTACK_MIRROR": "mm2"}, "mirror-positions").stdout.strip()
+    setting = devstack(stack_env, "mirror-positions").stdout.strip()
     entries = mirror_position_groups({"OFFSET_PIPELINE_MIRROR_POSITIONS": setting})
     assert {(e["source"], e["target"]) for e in entries} == {("idc1", "idc2"), ("idc2", "idc1")}
     for entry in entries:
@@ -175,21 +192,13 @@ def test_up_mirror_mm2_replaces_the_python_mirrors_with_mirrormaker2(stack_env):
                                     entry["offsets_topic"], entry["source"])
         assert read.unreadable is None and read.positions.get((PROBE_TOPIC, 0), 0) >= 1, read
 
-    back = devstack(stack_env, "up")
-    assert back.returncode == 0, back.stdout + back.stderr
-    assert "stopped mirrormaker2 (the python mirror replaces it)" in back.stdout, back.stdout
-    status = devstack(stack_env, "status").stdout
-    assert "mirrormaker2" not in status, status  # stopped on purpose: no pid file, nothing to show
-    assert "running pid" in line_of(status, "mirror-idc1-to-idc2"), status
-
 
 def test_down_stops_every_part_and_status_says_so(stack_env):
     up = devstack(stack_env, "up")
     assert up.returncode == 0, up.stdout + up.stderr
     down = devstack(stack_env, "down")
     assert down.returncode == 0, down.stderr
-    for part in ("cluster idc1", "cluster idc2", "mirror-idc1-to-idc2", "mirror-idc2-to-idc1", "traffic", "consumers",
-                 "spark-connect"):
+    for part in ("cluster idc1", "cluster idc2", "mirrormaker2", "traffic", "consumers", "spark-connect"):
         assert f"stopped {part}" in down.stdout, down.stdout
     after = devstack(stack_env, "status").stdout
     assert "ready" not in after and "running pid" not in after, after

@@ -26,10 +26,12 @@ from offset_pipeline.assets import (
     offset_translations,
 )
 from devstack.mirror import DataMirror, MirrorConfig
+from devstack.mirrormaker2 import mirror_positions_setting
 from offset_pipeline.kafka_io.mirror_positions import read_mirror_positions
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.resources.mirrors import MirrorPositionGroup, MirrorsResource
 from offset_pipeline.sensors.stale_partitions import evaluate_stale_tick
+from offset_pipeline.settings import mirror_position_groups
 from tests.conftest import wait_for
 from tests.assets.test_commit_asset import decision_lines
 from tests.storage.test_dashboards import check_every_panel
@@ -39,6 +41,15 @@ pytestmark = pytest.mark.kafka
 
 WINDOW_S = 6.0
 CYCLE_S, TICK_S = 4.0, 1.0  # the sync-age test's cadence: a sync cycle every 4 s, a sensor tick every second
+
+
+def session_mirror_positions() -> MirrorsResource:
+    """Where the session's MirrorMaker 2 keeps its positions: each flow's Connect offsets topic on its
+    target, as ``bin/up`` configures the product for the stack's MirrorMaker 2."""
+    setting = mirror_positions_setting(["idc1", "idc2"])
+    return MirrorsResource(position_groups=[
+        MirrorPositionGroup(**entry) for entry in mirror_position_groups({"OFFSET_PIPELINE_MIRROR_POSITIONS": setting})
+    ])
 
 
 def default_mirrors() -> MirrorsResource:
@@ -274,7 +285,7 @@ def test_a_quiet_low_traffic_partition_is_fast_forwarded_and_fails_over_clean(ka
     c = log_end(idc1, topic)
     member.commit(topic, {0: c})  # the group processed everything
     # a longer window here: the first cycle starts Spark, which can take longer than WINDOW_S
-    stack = StaleStack(kafka_pair, chdb_dsn, [group], [topic], default_mirrors(), window_s=20.0)
+    stack = StaleStack(kafka_pair, chdb_dsn, [group], [topic], session_mirror_positions(), window_s=20.0)
     try:
         before_first_snapshot = time.time()
         first = stack.cycle()
@@ -357,7 +368,7 @@ def test_receiving_data_lag_and_a_stopped_mirror_are_left_alone_with_their_reaso
 
     thread = threading.Thread(target=traffic, daemon=True)
     thread.start()
-    stack = StaleStack(kafka_pair, chdb_dsn, [busy, lagging], [topic], default_mirrors())
+    stack = StaleStack(kafka_pair, chdb_dsn, [busy, lagging], [topic], session_mirror_positions())
     try:
         reasons = []
         started = time.monotonic()
@@ -582,7 +593,7 @@ def test_sync_age_stays_within_window_plus_one_cycle_with_the_sensor_and_grows_w
     topic = kafka_pair.create_topic(topic_name, partitions=1)
     group = f"hourly-{uuid.uuid4().hex[:6]}"
     member = Member(idc1, group, topic)
-    stack = StaleStack(kafka_pair, chdb_dsn, [group], [topic], default_mirrors())
+    stack = StaleStack(kafka_pair, chdb_dsn, [group], [topic], session_mirror_positions())
 
     def record(i: int) -> None:  # one record, processed at once, as a low-traffic topic sees them
         produce(idc1, topic, [f"h{i}"])

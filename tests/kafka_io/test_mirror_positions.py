@@ -1,4 +1,5 @@
-"""kafka_io/mirror_positions.py against the session mirrors on real clusters."""
+"""kafka_io/mirror_positions.py against the Python mirror's session threads on real clusters (the mirror
+that keeps its positions in consumer groups; MirrorMaker 2's are read by kafka_io/connect_offsets.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ from tests.conftest import wait_for
 pytestmark = pytest.mark.kafka
 
 
-def test_a_mirror_that_copied_everything_is_at_the_source_log_end(kafka_pair, session_mirrors, topic_name):
-    topic = kafka_pair.create_topic(topic_name, partitions=2)
+def test_a_mirror_that_copied_everything_is_at_the_source_log_end(kafka_pair, python_mirrors, python_topic_name):
+    topic = kafka_pair.create_topic(python_topic_name, partitions=2)
     producer = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc1"), "log_level": 3})
     for i in range(7):
         producer.produce(topic, value=f"r{i}".encode(), partition=0)
     assert producer.flush(30) == 0
-    (forward,) = [m for m in session_mirrors if m.config.source.name == "idc1"]
+    (forward,) = [m for m in python_mirrors if m.config.source.name == "idc1"]
     conf = {"bootstrap.servers": kafka_pair.bootstrap("idc2")}  # where the idc1->idc2 mirror keeps them
 
     def positions():
