@@ -120,7 +120,13 @@ def _read(consumer: Consumer, cluster: str, topic: str, source_alias: str, timeo
         if left <= 0:
             return unreadable(f"not read to its end within {timeout_s:g} s ({read} of {total} records; "
                               f"{len(pending)} of {len(ends)} partitions unfinished)")
-        for message in consumer.consume(num_messages=500, timeout=min(left, 1.0)):
+        # Take what has arrived; when nothing has, wait for the next fetch, not for a full batch (a
+        # batch consume waits out its whole timeout unless it fills: a second of every read).
+        batch = consumer.consume(num_messages=500, timeout=0)
+        if not batch:
+            first = consumer.poll(min(left, 1.0))
+            batch = [first] if first is not None else []
+        for message in batch:
             error = message.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:

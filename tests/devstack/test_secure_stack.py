@@ -131,6 +131,11 @@ def test_up_starts_a_secure_stack_whose_status_and_clients_log_in(secure_stack):
 def test_a_cycle_with_the_exported_settings_commits_as_sync_and_nothing_shows_a_password(secure_stack, chdb_dsn,
                                                                                          monkeypatch, tmp_path):
     env, base, _ = secure_stack
+    # `up` returns once MirrorMaker 2's JVM runs; the cycle needs its copies (its start took 35 s in a
+    # full run on 2 cores, logged in): wait until it says both flows copy.
+    mm2_log = base / "run" / "mirrormaker2.log"
+    wait_for(lambda: "MirrorMaker 2 copies both ways" in mm2_log.read_text(), timeout=240,
+             what="MirrorMaker 2 to copy both ways")
     printed = devstack(env, "sync-env")
     assert printed.returncode == 0, printed.stderr
     sync_env = exports(printed.stdout)
