@@ -22,7 +22,7 @@ from confluent_kafka import Producer
 
 from devstack.mirror import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER, DataMirror, MirrorConfig
 from devstack.records import read_partition
-from tests.conftest import Transactions, wait_for
+from tests.conftest import PYTHON_MIRRORED_PREFIX, Transactions, wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -129,8 +129,13 @@ def test_two_way_topic_keeps_per_origin_order_interleaves_differently_and_never_
                     assert origin == OTHER[cluster].encode()
                     assert [k for k, _ in rec.headers].count(ORIGIN_CLUSTER_HEADER) == 1
             orders[(cluster, partition)] = ids
-    # X-crossing: both clusters hold the same records in a different order.
-    assert orders[("idc1", 0)] != orders[("idc2", 0)] or orders[("idc1", 1)] != orders[("idc2", 1)]
+    # X-crossing: both clusters hold the same records in a different order. Asserted for the Python
+    # mirror, which copies while the bursts run. MirrorMaker 2 picks a new topic up seconds after it
+    # is created (topic refresh, then a task restart), by when one burst may be over and already
+    # copied before the other thread's starts (seen in a full run): its order then depends on thread
+    # timing, and what holds regardless (every record once, per-origin order) is asserted above.
+    if topic_name.startswith(PYTHON_MIRRORED_PREFIX):
+        assert orders[("idc1", 0)] != orders[("idc2", 0)] or orders[("idc1", 1)] != orders[("idc2", 1)]
 
 
 def test_aborted_transactions_are_not_mirrored(kafka_pair, topic_name):
