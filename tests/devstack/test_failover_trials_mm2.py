@@ -148,10 +148,6 @@ def traffic(own_pair, mm2):
     generator.close()
 
 
-#: What MirrorMaker 2 (Connect) logs when a task failed for good: it copies nothing more until restarted.
-TASK_DIED = "will not recover until manually restarted"
-
-
 class Supervisor:
     """Restarts MirrorMaker 2 when one of its tasks died, as a deployment's supervisor would (Connect
     leaves a failed task stopped). Seen here under load (2 shared cores): an exactly-once task's
@@ -163,26 +159,12 @@ class Supervisor:
     def __init__(self, mirror: MirrorMaker2):
         self.mirror = mirror
         self.restarts = 0
-        self._mark = self._log_size()
-
-    def _log_size(self) -> int:
-        return self.mirror.log_path.stat().st_size if self.mirror.log_path.exists() else 0
-
-    def started(self) -> None:
-        """The mirror was (re)started by its caller: only what it logs from now on counts."""
-        self._mark = self._log_size()
-
-    def task_died(self) -> bool:
-        with open(self.mirror.log_path, "rb") as log:
-            log.seek(min(self._mark, self._log_size()))
-            return TASK_DIED.encode() in log.read()
 
     def check(self) -> None:
-        if self.mirror.running() and not self.task_died():
+        if self.mirror.healthy():  # the JVM runs and no task failed since it (re)started
             return
         print(f"MirrorMaker 2 restarted: a task died or the JVM exited; log: {self.mirror.log_path}")
         self.mirror.stop(grace_s=10.0)
-        self._mark = self._log_size()
         self.mirror.start(timeout_s=180)
         self.restarts += 1
 
@@ -290,7 +272,6 @@ def killer(supervisor: Supervisor, at_cycle: int, log: dict):
             return
         assert supervisor.mirror.kill()
         log["restart_s"] = supervisor.mirror.start(timeout_s=180)
-        supervisor.started()
 
     return before_cycle
 
