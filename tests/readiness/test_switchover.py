@@ -85,7 +85,9 @@ def test_a_stopped_one_way_group_moves_exactly(kafka_pair, chdb_dsn, one_way_top
         copy_of_c = next(o for o, v in idc2.items() if v == idc1[c])
         assert after[p] == copy_of_c  # exact: resumes at the copy of the next record
         row = next(r for r in report.partitions if r.partition == p)
-        assert row.standby_before == before[p] and row.duplicates_at_standby == after[p] - before[p] > 0
+        # records, not offsets: MirrorMaker 2's exactly-once copies put transaction markers between them
+        copies_read_again = sum(1 for o in idc2 if before[p] <= o < after[p])
+        assert row.standby_before == before[p] and row.duplicates_at_standby == copies_read_again > 0
 
 
 def test_a_stopped_two_way_group_moves_with_nothing_lost(kafka_pair, chdb_dsn, mirrored_topic):
