@@ -1,4 +1,4 @@
-"""Consumer groups that consume and commit on their active cluster (DESIGN.md §1-§2).
+"""Consumer groups that consume and commit on their active cluster (docs/concepts/problem.md).
 
 Each :class:`GroupRunner` is a real group member (``subscribe``) on its group's active cluster. It
 reads with ``isolation.level=read_committed``, processes each record (counts it and, when asked,
@@ -11,7 +11,7 @@ last record handed to the application, moved further past transaction markers an
 records the consumer has skipped (as the Java consumer does). A group that has read everything
 therefore commits the log end offset (the last stable offset for a topic with transactions),
 and a committed offset may point at a marker or at the end of the log, exactly the cases the
-offset sync must handle (DESIGN.md §2, §4).
+offset sync must handle (docs/concepts/no-loss.md).
 
 The processed-ids file (one JSON object per line: group, cluster, topic, partition, offset, id,
 timestamp) is written line-buffered *before* the offsets covering it are committed, so after a

@@ -19,7 +19,7 @@ With the mirror and traffic running (the caller starts them), a round of trials 
 The records are counted by their unique ids (devstack/traffic.py), never by offsets:
 
 * **lost**: a record of the standby below the synced offset ``t`` that the group never processed
-  on the active cluster (DESIGN.md §2);
+  on the active cluster (NO-LOSS, docs/concepts/no-loss.md);
 * **duplicates**: records the restarted group read again although it had processed them. The group
   stopped before the sync that counts, so every duplicate here is the translation's own (a real
   disaster adds the records processed since the last cycle).

@@ -3,7 +3,7 @@
 A new ``DAGSTER_HOME`` gets the template as it is. An existing one keeps every setting it has (a
 PostgreSQL storage block, a changed run queue) and gains the template's top-level blocks it lacks,
 so a stack started by an older version gets run retention and run monitoring on its next ``bin/up``
-(issue 14) without losing what someone configured.
+(bounded, unattended operation) without losing what someone configured.
 
 ``storage``: a ``storage:`` block to have as well, e.g. :func:`postgres_storage` (``bin/up`` with
 ``OFFSET_PIPELINE_DAGSTER_STORAGE=postgres``). Without one, Dagster keeps SQLite files in the home.

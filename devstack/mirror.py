@@ -1,4 +1,4 @@
-"""The data mirror: copies every matching topic from one cluster to the other (DESIGN.md §1).
+"""The data mirror: copies every matching topic from one cluster to the other (docs/concepts/problem.md).
 
 Run one per direction (``idc1 -> idc2`` and ``idc2 -> idc1``). For each source record it writes a
 copy to the same topic and partition on the target, with the same key, value, CreateTime

@@ -1,4 +1,4 @@
-"""The seeded traffic generator: the record streams the offset sync has to cope with (DESIGN.md §1, §6).
+"""The seeded traffic generator: the record streams the offset sync has to cope with (docs/concepts/problem.md).
 
 A *plan* is a tuple of :class:`TopicTraffic`, one per topic. Every (topic, producing cluster) pair
 is a *stream*. Everything about a stream's records except wall-clock time is decided by a

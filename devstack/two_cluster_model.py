@@ -21,7 +21,8 @@ the first record of each task lifetime and at each task commit; sends that fail 
 restarts that resume at the last committed position, copying records twice; compaction of the
 offset-syncs topic.
 
-:func:`count_loss` and :func:`count_duplicates` implement DESIGN.md §2 exactly:
+:func:`count_loss` and :func:`count_duplicates` implement the definitions of
+docs/concepts/no-loss.md exactly:
 
 * Loss: a record of B below ``t`` whose copy on A is at offset ``>= c``.
 * Duplicate: a record of B at offset ``>= t`` whose copy on A is below ``c``.
@@ -33,9 +34,9 @@ has not processed it).
 
 :class:`Trial` plays the part of the pipeline and of Kafka: it builds :class:`PartitionFacts` from
 the model exactly as the I/O layer reads them (record at c, backward window, ``offsets_for_times``,
-forward refinement window, log ends, mirror positions), runs :func:`translate_partition`, keeps
-the anchor between cycles and commits like DESIGN.md §5. :func:`run_trials` runs many random
-failover trials and returns a summary for benchmarks.
+forward refinement window, log ends, mirror positions), runs :func:`translate_partition`, keeps the
+anchor between cycles and commits by the commit rules (docs/concepts/no-loss.md). :func:`run_trials`
+runs many random failover trials and returns a summary for benchmarks.
 """
 
 from __future__ import annotations
@@ -248,7 +249,7 @@ class TwoClusterModel:
         standby_log_start: int = 0,
         active_log_start: int = 0,
     ) -> TwoClusterModel:
-        """Build logs from DESIGN.md's notation: ``"a1"`` a record produced here, ``"b1'"`` a copy of
+        """Build logs from this notation: ``"a1"`` a record produced here, ``"b1'"`` a copy of
         record ``b1`` of the other log, ``"_"`` a gap (marker or aborted record). Timestamps default
         to ``1000 + 10 * offset`` of the original; ``timestamps`` overrides them by record name.
 
@@ -486,7 +487,7 @@ class TwoClusterModel:
         )
 
 
-# -- DESIGN.md §2 --------------------------------------------------------------------------------
+# -- loss and duplicates, as NO-LOSS defines them -----------------------------------------------
 
 
 def count_loss(model: TwoClusterModel, c: int, t: int, active: str | None = None) -> int:
@@ -533,7 +534,7 @@ class TrialConfig:
     window: int = 8
     refine_window: int = 32
     caught_up_facts: bool = True
-    kind: str = "disaster"  # or "planned": drain, move producers, then fail over (DESIGN.md §8)
+    kind: str = "disaster"  # or "planned": drain, move producers, then fail over (docs/operating/runbook.md)
     identical_pairs: bool = False  # pairs of originals with one content (TwoClusterModel)
     # a MirrorMaker-like active -> standby mirror (no headers) whose offset syncs the sync reads
     mm2_syncs: bool = False
@@ -652,7 +653,7 @@ class FailoverOutcome:
 
 @dataclass
 class Trial:
-    """A model plus a group that syncs, keeps its anchor and commits like DESIGN.md §5."""
+    """A model plus a group that syncs, keeps its anchor and commits by the commit rules."""
 
     config: TrialConfig
     model: TwoClusterModel = field(init=False)
@@ -798,8 +799,8 @@ class Trial:
         return outcome
 
     def planned_switchover(self, quiet: bool) -> None:
-        """DESIGN.md §8: drain the mirrors, move the producers to the standby (two-way topics), let
-        the group read everything, then sync once more."""
+        """The planned switchover (docs/operating/runbook.md): drain the mirrors, move the producers to
+        the standby (two-way topics), let the group read everything, then sync once more."""
         m, cfg = self.model, self.config
         m.tick()
         m.drain(cfg.active, cfg.standby, marker=True)

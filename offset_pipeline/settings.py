@@ -373,7 +373,7 @@ def mirror_position_groups(env: Mapping[str, str] | None = None) -> list[dict[st
 
 def stale_window_s(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_STALE_WINDOW_S``: how long both log ends must not move before a partition is
-    fast-forwarded (DESIGN.md §4.3; default 600). Must be positive."""
+    fast-forwarded (docs/operating/fast-forward.md; default 600). Must be positive."""
     return positive_number(env, "OFFSET_PIPELINE_STALE_WINDOW_S", 600.0)
 
 

@@ -58,7 +58,7 @@ class Transactions:
     runs the records ``send(producer)`` produces in one (written first, so an aborted transaction
     leaves its records and marker in the log). One producer serves them all.
 
-    Under load the broker can answer EndTxn with INVALID_TXN_STATE (librdkafka issue 4849), a
+    Under load the broker can answer EndTxn with INVALID_TXN_STATE (a known librdkafka race), a
     fatal error for that producer. A new producer of the same transactional id fences the old one
     and aborts what it left open, so the transaction is redone whole and never half-committed."""
 

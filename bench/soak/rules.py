@@ -2,7 +2,7 @@
 schedule. No Kafka, no Dagster, and nothing from ``offset_pipeline`` (the checker must not share
 the product's translation code, or it would share its mistakes).
 
-NO-LOSS (DESIGN.md §2), checked by record identity: a group active on cluster A, committed at ``c``
+NO-LOSS, checked by record identity: a group active on cluster A, committed at ``c``
 there, with the standby offset ``t`` on cluster S. A failover now restarts it on S at ``t``; every
 record of S below ``t`` must have been processed on A, i.e. its copy (or, for a copy, its original)
 sits on A below ``c``. The data mirror writes ``IDC=<origin cluster>`` and ``Offset=<offset on the

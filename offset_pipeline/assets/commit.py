@@ -3,12 +3,12 @@
 Reads this run's ``offset_translations`` rows (the cycle's steps: ``offset_pipeline/sync/commit_cycle.py``),
 and per group (``offset_pipeline/sync/commit_step.py``):
 re-reads the standby group (members, committed offsets) and the active member count just before
-planning, finds partitions reset backwards on the active cluster since the group's previous
-snapshot, plans with ``plan_standby_commits`` (DESIGN.md §5, with each partition's safe bound) and
-writes with ONE commit call per group, never in a dry run. Every decision is logged
-(``commit_log_line``, to the step's stderr: ``monitoring/decision_log.py``) and appended to
-``offset_commits``, also dry-run, refused, split-brain, skipped and failed ones. Groups are
-independent and handled ``parallel_groups`` at a time; one group failing (a cluster down) never
+planning, finds partitions reset backwards on the active cluster since the group's previous snapshot,
+plans with ``plan_standby_commits`` (the commit rules, with each partition's safe bound:
+docs/concepts/no-loss.md) and writes with ONE commit call per group, never in a dry run. Every
+decision is logged (``commit_log_line``, to the step's stderr: ``monitoring/decision_log.py``) and
+appended to ``offset_commits``, also dry-run, refused, split-brain, skipped and failed ones. Groups
+are independent and handled ``parallel_groups`` at a time; one group failing (a cluster down) never
 fails the others.
 
 Asset checks: ``no_loss`` (ERROR) and ``sync_freshness`` (WARN), see ``offset_pipeline/sync/commit_checks.py``.

@@ -1,4 +1,4 @@
-"""``offset_continuous_sync``: one continuous sync run, the default mode (issue 16).
+"""``offset_continuous_sync``: one continuous sync run, the default mode (docs/operating/sync-modes.md).
 
 The run syncs for ``run_for_s`` (``OFFSET_PIPELINE_CONTINUOUS_RUN_S``, 900 s) in back-to-back
 incremental cycles, about one a second: each reads both clusters, translates and commits only the

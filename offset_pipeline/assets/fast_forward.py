@@ -1,10 +1,10 @@
-"""``offset_fast_forwards``: fast-forward a quiet low-traffic group's standby offsets (DESIGN.md §4.3).
+"""``offset_fast_forwards``: fast-forward a quiet low-traffic group's standby offsets (docs/operating/fast-forward.md).
 
 Launched by ``stale_partition_sensor`` (one run per group, its run key from the group-partitions and
 the log ends the sensor saw) or by hand from the launchpad with the same config. The sensor's view
 may be old, so ``fast_forward/step.py`` re-reads everything live, re-checks each condition
 (``fast_forward/recheck.py``), translates with the caught-up rule and commits through the sync cycle's
-commit step (DESIGN.md §5: no live standby group, never backwards, the safe bound, dry run, ONE
+commit step (the commit rules: no live standby group, never backwards, the safe bound, dry run, ONE
 commit call). Every partition gets a row in ``offset_fast_forwards`` with its outcome and reason
 (left alone ones name the failed condition); partitions left synced also get a monitoring row in
 ``offset_sync_metrics`` (strategy ``caught_up``), so Grafana and the sync age show the fast-forward

@@ -1,4 +1,4 @@
-"""``offset_sync_metrics``: each cycle, the monitoring rows of every group-partition (DESIGN.md §7).
+"""``offset_sync_metrics``: each cycle, the monitoring rows of every group-partition (docs/operating/monitoring.md).
 
 Takes this run's translations, commit decisions and snapshot log ends from the earlier steps in this
 process (``sync/cycle_carry.py``; from ClickHouse only when they are not here: a step re-executed alone),

@@ -5,11 +5,12 @@ partition, group state and member count, and the log start, log end and last sta
 every partition involved, on both clusters. Appended to ClickHouse (``offset_snapshots``) under
 the run id, which later steps of the cycle read.
 
-A cluster, group or partition that cannot be read is a fact of the snapshot, not a failure of the
-run (issue 14): its rows carry ``read_error`` (state ``UNAVAILABLE`` for a cluster that did not
-answer), the translation gives them ``cluster_unavailable`` and nothing is committed for them,
-while everything that was read is synced as usual. Check ``clusters_readable`` (WARN) names the
-clusters and counts the groups and partitions whose facts are missing.
+A cluster, group or partition that cannot be read is a fact of the snapshot, not a failure of the run
+(unattended, a cluster down must not stop the others): its rows carry ``read_error`` (state
+``UNAVAILABLE`` for a cluster that did not answer), the translation gives them ``cluster_unavailable``
+and nothing is committed for them, while everything that was read is synced as usual. Check
+``clusters_readable`` (WARN) names the clusters and counts the groups and partitions whose facts are
+missing.
 """
 
 

@@ -1,1 +1,1 @@
-"""Historical offset audits (issue 6): what a failover at a past moment would have cost."""
+"""Historical offset audits (docs/operating/audits.md): what a failover at a past moment would have cost."""

@@ -1,8 +1,8 @@
-"""What a failover at a past moment would have cost, for one group-partition (issue 6). Pure.
+"""What a failover at a past moment would have cost, for one group-partition (docs/operating/audits.md). Pure.
 
 At a snapshot taken at time ``T`` the group had committed ``c`` on its active cluster A and its
 standby group ``t`` on B. Had A been lost at ``T``, the group would have resumed on B at ``t``, with
-B as it stood at ``T`` (its log end then, ``standby_end_at``). Per DESIGN.md §2:
+B as it stood at ``T`` (its log end then, ``standby_end_at``). As NO-LOSS defines them (docs/concepts/no-loss.md):
 
 * **lost**: records of B below ``t`` whose copy on A is at ``>= c``, or was never made;
 * **duplicated**: records of B in ``[t, standby_end_at)`` whose copy on A is below ``c``.

@@ -1,4 +1,4 @@
-"""Audit every moment of one topic-partition and direction (issue 6): the loop that reads only what
+"""Audit every moment of one topic-partition and direction (the daily failover audit): the loop that reads only what
 each moment needs and widens while the regions read cannot decide it.
 
 A moment is one snapshot of one group: ``c`` on the active cluster, ``t`` on the standby, both log

@@ -1,4 +1,4 @@
-"""The continuous mode: one long run of back-to-back incremental sync cycles (issue 16).
+"""The continuous mode: one long run of back-to-back incremental sync cycles (docs/operating/sync-modes.md).
 
 ``revisit_rules.py`` decides which group-partitions a cycle translates again (pure);
 ``run_state.py`` is what the run remembers and the checkpoint it writes; ``local_translation.py``

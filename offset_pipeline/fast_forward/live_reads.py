@@ -1,4 +1,4 @@
-"""The fast-forward job's live re-read (DESIGN.md §4.3): what the stale-partition sensor saw may be
+"""The fast-forward job's live re-read (docs/operating/fast-forward.md): what the stale-partition sensor saw may be
 old, so every fact the caught-up rule needs is read again from Kafka just before committing.
 
 Per partition of one group: both clusters' log ranges (admin ``list_offsets``), the group's
@@ -9,7 +9,7 @@ that gap holds a real record (``partition_records.gap_holds_no_record``). Plain 
 Read order: both clusters' log ranges first, then the mirror positions, the group's committed
 offset and the gaps, then the log ranges again. Logs only grow: equal log ends before and after
 mean nothing was written while the reads were taken, so they all describe one state of both logs
-(DESIGN.md §4.3's "the order of the reads is irrelevant"). Without the bracket, a mirror copying a
+(so the order of the reads within the bracket does not matter). Without the bracket, a mirror copying a
 standby record to the active cluster between the range read and the position read would make a
 fast-forward lose it. The re-check rejects moved ends (``fast_forward/recheck.py``).
 """

@@ -1,4 +1,4 @@
-"""The fast-forward job's re-check (DESIGN.md §4.3, issue 5). Pure: what the sensor requested and
+"""The fast-forward job's re-check (docs/operating/fast-forward.md). Pure: what the sensor requested and
 what was read live from Kafka in, a named verdict and the caught-up facts out.
 
 The sensor's view may be old. Before anything is committed, every condition is checked again
@@ -15,14 +15,14 @@ against the live reads (``fast_forward/live_reads.py``):
   one makes it duplicate-free; both are required, as the sensor requires them. A position behind
   is ``mirror_stopped``: it is checked after the quiet, so the records beyond it have waited at
   least the window on a log whose end did not move, uncopied -- a running mirror never lets that
-  happen (issue 14; ``stale_candidates``' docstring works the stopped-mirror cases through against
+  happen (``stale_candidates``' docstring works the stopped-mirror cases through against
   NO-LOSS). A stopped mirror whose position is at its source's end blocks nothing: every record
   of the standby below ``t`` is on the active cluster then, and later ones are at or after ``t``.
 
 A standby offset already at the standby log end is not rejected here: the commit rules answer
 ``unchanged``, and that still proves the point the sync cycle keeps. A passing re-check gives the
 facts for :func:`~offset_pipeline.translation.translate_caught_up` and the safe bound, which decide
-the offset; the commit rules (DESIGN.md §5) decide whether it is written.
+the offset; the commit rules (docs/concepts/no-loss.md, the commit guard) decide whether it is written.
 
 Invariants (tests/fast_forward/test_recheck.py): a passing re-check's facts always satisfy the
 caught-up rule; a moved log end, lag beyond markers or a mirror behind (``mirror_stopped``) is

@@ -1,4 +1,4 @@
-"""Which group-partitions are stale low-traffic fast-forward candidates (DESIGN.md §4.3, issue 5).
+"""Which group-partitions are stale low-traffic fast-forward candidates (docs/operating/fast-forward.md).
 
 Pure: the stale-partition sensor reads the snapshot history from ClickHouse and the mirrors'
 positions, and this module decides. A group-partition (translated from its active cluster A to its
@@ -17,14 +17,15 @@ standby B) is a candidate when
    mirror that writes its copies in transactions leaves a commit marker after its last copy, and
    a mirror never reads a marker (the job reads the gap and proceeds only when it holds no record).
 
-**A stopped mirror (issue 14).** Condition 4 reads each mirror's committed positions, never
-whether the mirror runs. For the B->A mirror with the group G active on A, at its log end (``c`` = A's
-log end), and ``t`` = B's log end, NO-LOSS needs every record of B below B's log end to have its copy
-on A (every copy on A is below ``c``). A-origin records of B are copies of A's records. A B-origin
-record below the B->A position has its copy on A: the devstack mirror commits a position in the same
-transaction as the copies below it, and an at-least-once mirror (MirrorMaker 2) after they are
-acknowledged -- a positions group must never run ahead of the copies. So the proof rests on the
-position as a fact about the past, and these are the cases of a stopped B->A mirror:
+**A stopped mirror** (a fault an unattended stack must survive). Condition 4 reads each mirror's
+committed positions, never whether the mirror runs. For the B->A mirror with the group G active on A,
+at its log end (``c`` = A's log end), and ``t`` = B's log end, NO-LOSS needs every record of B below
+B's log end to have its copy on A (every copy on A is below ``c``). A-origin records of B are copies
+of A's records. A B-origin record below the B->A position has its copy on A: the devstack mirror
+commits a position in the same transaction as the copies below it, and an at-least-once mirror
+(MirrorMaker 2) after they are acknowledged -- a positions group must never run ahead of the copies.
+So the proof rests on the position as a fact about the past, and these are the cases of a stopped B->A
+mirror:
 
 * **stopped while B keeps receiving records**: these are the unsafe ones. A is quiet, G is at A's
   end, and ``t`` = B's end would put records below ``t`` that G never saw: loss. B's log end moves,

@@ -1,4 +1,4 @@
-"""One group's fast-forward (DESIGN.md §4.3): re-read live, re-check, translate, commit, record.
+"""One group's fast-forward (docs/operating/fast-forward.md): re-read live, re-check, translate, commit, record.
 
 :func:`fast_forward_group` takes what the stale-partition sensor requested for one group (its
 partitions and the log ends it saw) and returns one ``offset_fast_forwards`` row per partition,
@@ -11,7 +11,7 @@ whatever happens:
    whatever the sensor saw);
 3. the passing ones are translated by the caught-up rule (``t`` = the standby log end) with their
    safe bound, and every row goes through the sync cycle's commit step (``commit_step.commit_group``:
-   the standby group re-read, DESIGN.md §5's rules, ONE commit call, the written offsets read back),
+   the standby group re-read, the commit rules, ONE commit call, the written offsets read back),
    so the fast-forward obeys the same commit rules as the cycle, dry run included.
 """
 

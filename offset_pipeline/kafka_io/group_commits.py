@@ -1,9 +1,10 @@
 """Write a standby group's offsets: ONE synchronous ``Consumer.commit`` per group, then re-read them.
 
 The consumer has the group's id and never subscribes (it never joins the group). Kafka handles one
-OffsetCommit request as one batch, so whatever happens every partition ends at its old offset or
-at the new one (DESIGN.md §5). The broker itself refuses a non-member commit to a group that has
-live members (``UNKNOWN_MEMBER_ID``): that comes back as an error, never as a crash.
+OffsetCommit request as one batch, so whatever happens every partition ends at its old offset or at
+the new one (docs/concepts/no-loss.md, the commit guard). The broker itself refuses a non-member
+commit to a group that has live members (``UNKNOWN_MEMBER_ID``): that comes back as an error, never as
+a crash.
 
 What was applied is read back, not assumed: confluent-kafka raises for the whole call when one
 partition fails (say a topic missing on the standby) even though the broker applied the others.

@@ -5,11 +5,12 @@ This is the snapshot's Kafka side: every call goes through an ``AdminClient`` bu
 dataclass, ready to be written to ClickHouse. Group ids may hold any character; they are passed
 through untouched.
 
-Failures are kept as small as the request that failed (issue 14): a cluster that cannot list its
-groups raises (the caller names the whole cluster unavailable), but one group whose description or
-offsets cannot be read becomes that group's ``read_error`` (state ``UNREADABLE``), and one partition
-whose log range cannot be read becomes that partition's entry in ``errors``. Every wait is bounded
-by one deadline per call, so a cluster that stops answering costs one timeout, not one per request.
+Failures are kept as small as the request that failed (one bad group must not cost the others their
+cycle): a cluster that cannot list its groups raises (the caller names the whole cluster unavailable),
+but one group whose description or offsets cannot be read becomes that group's ``read_error`` (state
+``UNREADABLE``), and one partition whose log range cannot be read becomes that partition's entry in
+``errors``. Every wait is bounded by one deadline per call, so a cluster that stops answering costs
+one timeout, not one per request.
 """
 
 from __future__ import annotations
@@ -199,7 +200,7 @@ def topic_partition_counts(admin: AdminClient, timeout_s: float = 15.0) -> dict[
 def topic_timestamp_types(admin: AdminClient, topics: list[str], timeout_s: float = 15.0) -> dict[str, str]:
     """topic -> ``CreateTime`` or ``LogAppendTime`` (``message.timestamp.type``), for the topics
     that exist. One describe request for all of them: the timestamp search needs CreateTime on
-    the standby (DESIGN.md §4.2)."""
+    the standby (docs/concepts/strategies.md)."""
     if not topics:
         return {}
     resources = [ConfigResource(ResourceType.TOPIC, t) for t in sorted(set(topics))]

@@ -1,6 +1,6 @@
 """Origin headers of the newest records of one partition: the evidence for shape detection.
 
-The sync detects a topic's shape (one-way or two-way, DESIGN.md §1) from what its records say
+The sync detects a topic's shape (one-way or two-way, docs/concepts/strategies.md) from what its records say
 about where they were produced (``offset_pipeline/translation/shape.py``). This module reads the
 last ``count`` committed records of a partition on one cluster and counts their origins. Plain
 data out; one consumer per call site (the caller reuses it across partitions).

@@ -7,8 +7,9 @@ configuration. Read with a consumer's ``committed()`` under that group id, which
 group nor commits (the admin API's offset listing can crash on a fresh broker answering
 NOT_COORDINATOR: librdkafka#5040). ``read_committed`` waits for pending transactional offsets.
 
-A position is a fact about the past (the copies below it exist), not a sign of life: it reads the
-same from a stopped mirror, which is all the stale rule needs (``stale_candidates``, issue 14).
+A position is a fact about the past (the copies below it exist), not a sign of life: it reads the same
+from a stopped mirror, which is all the stale rule needs (``stale_candidates`` works the
+stopped-mirror cases through).
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Monitoring (DESIGN.md §7): per-cycle sync metrics and statuses, pure rules in ``metric_rules``."""
+"""Monitoring (docs/operating/monitoring.md): per-cycle sync metrics and statuses, pure rules in ``metric_rules``."""

@@ -1,4 +1,4 @@
-"""The convergence graph (DESIGN.md §7) as a PNG, for the metrics asset's metadata: the Dagster UI
+"""The convergence graph (docs/operating/monitoring.md) as a PNG, for the metrics asset's metadata: the Dagster UI
 shows sync health without Grafana. Per cluster: dD per minute and its trailing 10-minute sum,
 which stays near 0 while sync works and grows when it stops."""
 

@@ -1,4 +1,4 @@
-"""Per-cycle sync metrics and statuses of every group-partition (DESIGN.md §7). Pure: facts in,
+"""Per-cycle sync metrics and statuses of every group-partition (docs/operating/monitoring.md). Pure: facts in,
 rows out; no Kafka, ClickHouse or Dagster.
 
 For a group-partition translated from its active cluster A to its standby B, with ``f`` the
@@ -22,7 +22,7 @@ The status of a group-partition, the first that applies (``STATUS_ORDER``):
   missing or partition counts differing on the standby, a shape conflict) or a failed or refused
   commit;
 * ``Stale``: the group sits at its active log end, its standby offset below the standby's log end,
-  and no exact translation: a low-traffic fast-forward candidate (issue 5's sensor);
+  and no exact translation: a low-traffic fast-forward candidate (for the stale-partition sensor);
 * ``Lagging``: not synced for ``lagging_after_s`` (default 4 cycles of 30 s), or never, or the data
   mirror into the standby looks stopped (``mirror_stalled``: Mirroring means mirror and sync run);
 * ``InSync``: synced to an exact translation (the record at ``c`` and the standby record at ``g``

@@ -1,5 +1,5 @@
 """The monitoring step of a sync cycle: this cycle's facts -> one metric row per group-partition,
-written, and what the asset shows of them (DESIGN.md §7).
+written, and what the asset shows of them (docs/operating/monitoring.md).
 
 ``assets/metrics.py`` (``offset_sync_metrics``) takes this run's log ends and facts rows from the rows
 its earlier steps carried (:func:`carried_cycle_rows`), or reads them back from ClickHouse from the

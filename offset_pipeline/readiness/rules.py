@@ -6,7 +6,7 @@ followed (is the standby group at ``t``?), and the group's active offset now. No
 Dagster or ClickHouse here: the continuous run and the interval cycle feed it their rows, the CLI
 its own live reads.
 
-A partition is **ready** when switching now loses nothing there (DESIGN.md §2): the standby group
+A partition is **ready** when switching now loses nothing there (NO-LOSS, docs/concepts/no-loss.md): the standby group
 holds a committed offset that the sync wrote from a translation proven loss-free, the group is not
 running on the standby already, both clusters were read, and the last sync is no older than
 ``max_age_s``. Its cost is the **expected duplicates**: the records the group would read again,

@@ -6,8 +6,8 @@ from the mirror's origin headers on a copy, or the cluster and offset it was rea
 A record of ``B`` was **processed** by the group when its identity is a record of ``A`` below ``c``:
 an ``A`` original below ``c``, or a ``B`` original whose copy on ``A`` lies below ``c``.
 
-:func:`switch_point` starts from the standby offset the sync committed (``t0``: loss-free, DESIGN.md
-§2) and moves forward over processed records: the first record of ``B`` that is not processed is
+:func:`switch_point` starts from the standby offset the sync committed (``t0``: loss-free,
+docs/concepts/no-loss.md) and moves forward over processed records: the first record of ``B`` that is not processed is
 where the group resumes (``t``). :func:`verify` then counts, over the records read around ``t``,
 the records below ``t`` that are not processed (**lost**) and the records at or after ``t`` that are
 processed (**duplicates**).

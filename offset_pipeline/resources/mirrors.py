@@ -1,7 +1,7 @@
 """Where each data mirror keeps its source positions, as a Dagster resource.
 
 The stale-partition sensor and the fast-forward job need to know that a mirror has copied
-everything (DESIGN.md §4.3). Per direction, the positions are kept either
+everything (docs/operating/fast-forward.md). Per direction, the positions are kept either
 
 * as the committed offsets of a consumer group (``group_id``): the devstack's Python mirror commits
   them on its *target* cluster in the transactions of its copies, under
@@ -18,13 +18,13 @@ without an entry has no known position, and its partitions are never fast-forwar
 ``mirror_position_unknown``, the fast-forward job records it as the group's failure.
 
 What a positions group must be: committed with the copies (the devstack mirror's transactions) or
-after them (an at-least-once mirror), never ahead: a position is read as "every record below it
-has its copy on the target", the fact the fast-forward's NO-LOSS proof rests on. Whether the mirror
-runs is not read, and need not be (``stale_candidates``, issue 14): a position behind a source log
-end that has not moved for the window is ``mirror_stopped``, and a position at the end proves the
-copies whether or not the mirror still runs. Membership is no evidence either way: the devstack
-mirror's positions group never has members (it assigns its partitions itself and commits through
-its producer's transactions), running or not. An idle devstack mirror never commits, so its
+after them (an at-least-once mirror), never ahead: a position is read as "every record below it has
+its copy on the target", the fact the fast-forward's NO-LOSS proof rests on. Whether the mirror runs
+is not read, and need not be (``stale_candidates`` works the stopped-mirror cases through): a position
+behind a source log end that has not moved for the window is ``mirror_stopped``, and a position at the
+end proves the copies whether or not the mirror still runs. Membership is no evidence either way: the
+devstack mirror's positions group never has members (it assigns its partitions itself and commits
+through its producer's transactions), running or not. An idle devstack mirror never commits, so its
 positions of a partition quiet for longer than the target's ``offsets.retention.minutes`` (7 days by
 default) expire: ``mirror_position_unknown`` until the partition sees a record again.
 """

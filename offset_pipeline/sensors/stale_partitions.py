@@ -1,6 +1,6 @@
 """``stale_partition_sensor``: finds quiet low-traffic group-partitions and requests their fast-forward.
 
-DESIGN.md §4.3. Each tick, once the sync cycle has written a new snapshot (the JSON cursor keeps the
+See docs/operating/fast-forward.md. Each tick, once the sync cycle has written a new snapshot (the JSON cursor keeps the
 newest snapshot time seen, and the last tick's counts):
 
 1. reads the snapshot history of the window from ClickHouse (``storage/stale_history.py``);
@@ -15,7 +15,7 @@ newest snapshot time seen, and the last tick's counts):
 
 A mirror whose position stays behind its source's log end once the window has passed is
 ``mirror_stopped`` (the records beyond it waited the whole window uncopied; ``stale_candidates``
-works the stopped-mirror cases through, issue 14). Such a verdict is not re-read on the ticks
+works the stopped-mirror cases through). Such a verdict is not re-read on the ticks
 between snapshots: a mirror that comes back copies, which moves a log end, and the next snapshot
 starts the quiet again. A stopped mirror that had copied everything blocks nothing: the positions
 prove every record of the standby is on the active cluster, which is all NO-LOSS needs.
@@ -214,7 +214,8 @@ def stale_sensor_interval_s() -> int:
     job_name=FAST_FORWARD_JOB,
     minimum_interval_seconds=stale_sensor_interval_s(),
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Finds quiet, caught-up low-traffic group-partitions (DESIGN.md §4.3) and requests their fast-forward.",
+    description="Finds quiet, caught-up low-traffic group-partitions and requests their fast-forward "
+                "(docs/operating/fast-forward.md).",
 )
 def stale_partition_sensor(
     context: dg.SensorEvaluationContext,

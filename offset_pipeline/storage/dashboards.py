@@ -47,7 +47,7 @@ class Panel:
 
 
 def _convergence(by: str, label: str) -> str:
-    # dD per minute, and its sum over the trailing 10 minutes: ~0 while sync works (DESIGN.md §7).
+    # dD per minute, and its sum over the trailing 10 minutes: ~0 while sync works (docs/operating/monitoring.md).
     return (
         f"SELECT time, {label}, dd, sum(dd) OVER (PARTITION BY {label} ORDER BY toUInt32(time) "
         "RANGE BETWEEN 599 PRECEDING AND CURRENT ROW) AS dd_10m FROM ("
@@ -154,7 +154,7 @@ OVERVIEW = [
         f"FROM {FAST_FORWARDS} WHERE $__timeFilter(checked_at) AND active IN (${{cluster:singlequote}}) "
         "AND group_id IN (${group:singlequote}) AND topic IN (${topic:singlequote}) "
         "ORDER BY checked_at DESC, group, topic, partition LIMIT 500"
-    ), "Every partition a fast-forward run looked at (DESIGN.md §4.3): fast_forwarded to the standby log end, "
+    ), "Every partition a fast-forward run looked at: fast_forwarded to the standby log end, "
        "unchanged, dry_run, or left_alone with the live condition that failed (receiving_data, group_has_lag, "
        "mirror_stopped, ...). The stale_partition_sensor's skip reasons and tick logs say why others were not asked.",
         ("time", "group", "topic", "partition", "active", "standby", "outcome", "rejection", "previous_offset",

@@ -1,11 +1,11 @@
 """Inserts that never block the sync: a ClickHouse that is down or slow costs late rows, not offsets.
 
-The sync cycle commits offsets from what it read from Kafka; ClickHouse only records it (issue 14).
-When an insert fails (or no client could be opened), the rows go to a spool folder on local disk,
-one file per insert, and are inserted, oldest first, by the next cycle that reaches ClickHouse
-(:meth:`DeferredWrites.replay`). The spool is bounded (``max_bytes``): past it the oldest files are
-dropped, and every dropped row is counted in ``dropped.json``, so a long outage costs history, never
-disk space or the sync, and always says what it cost.
+The sync cycle commits offsets from what it read from Kafka; ClickHouse only records it, so an outage
+of ClickHouse must never cost a commit. When an insert fails (or no client could be opened), the rows
+go to a spool folder on local disk, one file per insert, and are inserted, oldest first, by the next
+cycle that reaches ClickHouse (:meth:`DeferredWrites.replay`). The spool is bounded (``max_bytes``):
+past it the oldest files are dropped, and every dropped row is counted in ``dropped.json``, so a long
+outage costs history, never disk space or the sync, and always says what it cost.
 
 Invariants: a spooled insert is replayed at most once after it succeeds (its file is deleted right
 after the insert; a crash between the two may insert it twice, never lose it); files are replayed

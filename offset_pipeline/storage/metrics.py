@@ -1,4 +1,4 @@
-"""Monitoring tables (DESIGN.md §7), owned by the project and created idempotently.
+"""Monitoring tables (docs/operating/monitoring.md), owned by the project and created idempotently.
 
 * ``offset_sync_metrics``: one row per group-partition and cycle (``monitoring/metric_rules.py``;
   ``active``/``standby`` empty when the group's direction was not decided, e.g. a split brain),

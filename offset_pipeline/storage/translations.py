@@ -3,9 +3,9 @@
 ``offset_translations``: append-only, one row per group-partition and sync cycle (translated or
 not), keyed by the cycle's ``snapshot_id``; ``safe_bound`` is the largest standby offset the facts
 proved loss-free (``translation.safe_standby_bound``), NULL when nothing was proven or no facts
-were read. ``offset_anchors``: the standby-origin anchor each
-group-partition keeps for the next cycle (DESIGN.md §4.1); rows are appended and the newest row per
-key wins (``argMax`` by ``kept_at``). A row with NULL offsets records that the anchor was dropped.
+were read. ``offset_anchors``: the standby-origin anchor each group-partition keeps for
+the next cycle (docs/concepts/strategies.md, kept anchors); rows are appended and the newest row
+per key wins (``argMax`` by ``kept_at``). A row with NULL offsets records that the anchor was dropped.
 
 ``offset_anchors_current``: the same rows, one per key once merged (``ReplacingMergeTree`` by
 ``kept_at``), filled by the materialized view ``ANCHORS_CURRENT_VIEW`` on every insert into

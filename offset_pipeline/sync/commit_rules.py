@@ -1,7 +1,9 @@
-"""Pure commit-planning rules (DESIGN.md §5): translation results in, one commit decision per
-partition out. No Kafka, Spark or Dagster imports: the I/O layer re-reads the standby group, calls
-:func:`plan_standby_commits`, and writes :func:`offsets_to_commit` in ONE commit call per group, so
-a failure leaves every partition at its old offset or at its new one.
+"""Pure commit-planning rules: translation results in, one commit decision per partition out.
+
+The rules and their NO-LOSS guard are explained in docs/concepts/no-loss.md (the commit guard). No
+Kafka, Spark or Dagster imports: the I/O layer re-reads the standby group, calls
+:func:`plan_standby_commits`, and writes :func:`offsets_to_commit` in ONE commit call per group, so a
+failure leaves every partition at its old offset or at its new one.
 
 Invariants (each one is tested):
 
@@ -183,7 +185,7 @@ def plan_standby_commits(
     facts_by_partition: Mapping[TopicPartition, PartitionFacts] | None = None,
     safe_bounds: Mapping[TopicPartition, int | None] | None = None,
 ) -> list[StandbyCommit]:
-    """One :class:`StandbyCommit` per result, in order, following DESIGN.md §5 (module docstring).
+    """One :class:`StandbyCommit` per result, in order, following the commit rules (module docstring).
 
     ``safe_bounds``: per partition, the largest standby offset its facts proved loss-free
     (:func:`~offset_pipeline.translation.safe_standby_bound`); None turns the bound guard off.

@@ -4,7 +4,7 @@ The sync job runs its steps in one process (``definitions.py``), so the snapshot
 and the commit decisions need not make a round trip through ClickHouse to reach the next step. Each
 step puts its rows here under the run id and reads its input from here first, from ClickHouse only
 when they are not here (a step re-executed alone). So a ClickHouse that is down costs late history
-rows (``storage/deferred_writes.py``), never the cycle's commits (issue 14).
+rows (``storage/deferred_writes.py``), never the cycle's commits.
 
 Bounded: only the newest ``KEEP_RUNS`` runs are kept (a code server or a test process runs many);
 a value with a ``close`` method (the run's Kafka child processes) is closed when its run is let go.

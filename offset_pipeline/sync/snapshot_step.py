@@ -3,7 +3,7 @@
 :func:`read_clusters` reads each cluster's matching groups, then the log ranges and timestamp types
 of every partition any group of either cluster involves (``kafka_io/cluster_snapshot.py``), both
 clusters at once. A cluster whose reads fail, time out or crash is not an error of the cycle
-(issue 14): it is in :attr:`ClusterReads.unavailable` with the reason, and its rows say so
+(the other cluster is synced as usual): it is in :attr:`ClusterReads.unavailable` with the reason, and its rows say so
 (``sync/snapshot_rows.py``). :func:`unread_facts` counts what the rows say was not read.
 """
 

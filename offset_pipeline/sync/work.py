@@ -4,7 +4,7 @@ Pure (no Kafka, Spark, Dagster or ClickHouse): the asset reads the rows and the 
 module decides. Per group, :func:`~offset_pipeline.translation.decide_direction` picks the active
 cluster from, in order, members, the group's own offset movement since the previous snapshot
 (offsets this pipeline wrote to the standby do not count as movement), and the direction of the
-group's previous cycle (DESIGN.md §1, §5).
+group's previous cycle (docs/concepts/problem.md: active and standby clusters).
 
 Invariants (tested in tests/sync/test_work.py):
 

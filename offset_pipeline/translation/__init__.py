@@ -1,4 +1,7 @@
-"""Pure translation rules for the offset sync (DESIGN.md §2-§6): facts in, one result out.
+"""Pure translation rules for the offset sync: facts in, one result out.
+
+The rules are explained in docs/concepts/strategies.md, their no-loss arguments in
+docs/concepts/no-loss.md and their statuses in docs/concepts/statuses.md.
 
 No Kafka, Spark or Dagster imports here: plain Python, so the rules can be tested exhaustively
 against the pure two-cluster model in :mod:`devstack.two_cluster_model`.

@@ -1,4 +1,4 @@
-"""Strategy 3 (DESIGN.md §4.3): the caught-up rule, a.k.a. stale fast-forward.
+"""Strategy 3 (docs/concepts/strategies.md, the caught-up rule): the caught-up rule, a.k.a. stale fast-forward.
 
 For low-traffic partitions that would otherwise wait hours for a header. When
 

@@ -1,4 +1,4 @@
-"""Which cluster a group is active on (DESIGN.md §1, §5).
+"""Which cluster a group is active on (docs/concepts/problem.md: active and standby clusters).
 
 Facts per cluster: is it reachable, how many members the group has there, and its committed
 offsets now and at the previous snapshot. Offsets this pipeline committed itself (the sync writes

@@ -13,7 +13,7 @@ The rules never read Kafka; they only judge these facts. The reading contract:
 * **Backward window.** ``records_below`` are the real records immediately below ``committed``
   (contiguous: no real record of the active log between the lowest of them and ``committed`` is
   left out), newest first or in any order. Only records below ``committed`` are used: never scan
-  past c (DESIGN.md §3).
+  past c (docs/concepts/no-loss.md, safe and unsafe anchors).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .shape import TopicShape
 _OFFSET = attrgetter("offset")
 _new = object.__new__
 
-DEFAULT_STALE_WINDOW_S = 600.0  # DESIGN.md §4.3: log ends unchanged for 10 minutes
+DEFAULT_STALE_WINDOW_S = 600.0  # the caught-up rule: log ends unchanged for 10 minutes
 
 
 class TimestampType(str, Enum):
@@ -74,7 +74,7 @@ class RecordFact:
 
 @dataclass(frozen=True)
 class TimestampFacts:
-    """Reads for the timestamp search (DESIGN.md §4.2), from the standby cluster.
+    """Reads for the timestamp search (docs/concepts/strategies.md), from the standby cluster.
 
     ``searched_offset`` is the active record whose timestamp was searched: the first real record at
     or after c, or, when there is none, the last real record below c (the caught-up variant).
@@ -108,7 +108,7 @@ class TimestampFacts:
 
 @dataclass(frozen=True)
 class CaughtUpFacts:
-    """Reads for the stale fast-forward (DESIGN.md §4.3).
+    """Reads for the stale fast-forward (docs/concepts/strategies.md, the caught-up rule).
 
     ``logs_stable_for_s``: how long neither cluster's log end moved (the smaller of the two).
     ``standby_to_active_mirror_position``: the standby offset below which the standby -> active
@@ -123,7 +123,7 @@ class CaughtUpFacts:
     standby_to_active_mirror_position: int | None
     active_to_standby_mirror_position: int | None = None
     window_s: float = DEFAULT_STALE_WINDOW_S
-    # Offsets are not dense (DESIGN.md §2): a transactional topic ends with a commit marker, which
+    # Offsets are not dense (markers, aborted records): a transactional topic ends with a commit marker, which
     # no consumer is handed, so a group (or a mirror) that read everything can stop one offset short
     # of the log end. Each flag says the gap up to the log end was read (read_committed) and holds
     # no real record: [c, active log end), [B->A position, standby log end), [A->B position, active
@@ -135,7 +135,7 @@ class CaughtUpFacts:
 
 @dataclass(frozen=True)
 class CaughtUpPoint:
-    """A fast-forward applied earlier (DESIGN.md §4.3), kept like an anchor: when it was verified,
+    """A fast-forward applied earlier (the caught-up rule), kept like an anchor: when it was verified,
     the group's committed offset on ``active`` was ``active_offset`` and every record of
     ``standby`` below ``standby_offset`` had its copy on ``active`` below it. Logs only grow, so
     that stays true; the point translates ``c == active_offset`` to ``t = standby_offset`` exactly

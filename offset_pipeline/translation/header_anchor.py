@@ -1,4 +1,4 @@
-"""Strategy 1 (DESIGN.md §4.1): standby-origin header anchors.
+"""Strategy 1 (docs/concepts/strategies.md, header anchors): standby-origin header anchors.
 
 Invariants this rule keeps:
 
@@ -8,7 +8,7 @@ Invariants this rule keeps:
   Active-origin anchors are never used (Lemma 2: unsafe on two-way topics).
 * **Never scan past c.** Only the first real record at or after ``c`` and records below ``c`` are
   looked at; a standby-origin record after the first real record at or after ``c`` proves nothing
-  (DESIGN.md §3, A=[a0, a1, b1'], B=[a0', a1', b1], c=1 must not give 2).
+  (docs/concepts/no-loss.md: A=[a0, a1, b1'], B=[a0', a1', b1], c=1 must not give 2).
 * **Kept anchors only while c grows.** An anchor found in an earlier cycle is a fact about two
   append-only logs, so it stays safe while ``c >= a``; when ``c`` went below ``a`` (the group was
   reset on A) it is discarded. It is also discarded once its ``t`` left B's log range (retention

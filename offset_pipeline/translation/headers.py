@@ -1,4 +1,4 @@
-"""The origin headers the data mirror writes on every copy (DESIGN.md §1): ``IDC`` and ``Offset``.
+"""The origin headers the data mirror writes on every copy (docs/concepts/problem.md): ``IDC`` and ``Offset``.
 
 :func:`parse_origin` turns a record's headers, as read from one cluster, into one of:
 
@@ -8,7 +8,7 @@
 * :class:`MalformedHeader` -- anything else, with a named :class:`HeaderProblem`.
 
 Only :class:`CopiedFrom` may ever justify an offset. A malformed header is never "repaired" into an
-anchor: the rules skip the record and report the problem (DESIGN.md §6). Header keys are matched
+anchor: the rules skip the record and report the problem (docs/concepts/statuses.md). Header keys are matched
 exactly (Kafka header keys are case-sensitive); ``IDC`` values are matched exactly against the
 cluster names (the mirror writes the name verbatim); ``Offset`` must be plain decimal ASCII digits
 (the mirror writes ``str(offset)``): no sign, no spaces, no underscores, no other scripts' digits.

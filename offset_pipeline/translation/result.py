@@ -4,7 +4,7 @@ Every value of :class:`Strategy` and :class:`TranslationStatus` is a short lower
 stored in ClickHouse and shown in Grafana as is, so values are stable names, never renamed.
 
 A result with ``standby_offset=None`` must never be committed; the commit step keeps the standby
-group where it is (DESIGN.md §5) and counts the status.
+group where it is (docs/concepts/no-loss.md, the commit guard) and counts the status.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from enum import Enum
 
 
 class Strategy(str, Enum):
-    """Which rule of DESIGN.md §4 produced the standby offset."""
+    """Which strategy (docs/concepts/strategies.md) produced the standby offset."""
 
-    HEADER_ANCHOR = "header_anchor"  # §4.1: standby-origin anchors (Lemma 1), incl. kept anchors
-    TIMESTAMP_SEARCH = "timestamp_search"  # §4.2: one-way topics, from the producing side
-    CAUGHT_UP = "caught_up"  # §4.3: stale fast-forward to the standby log end
+    HEADER_ANCHOR = "header_anchor"  # standby-origin anchors (Lemma 1), incl. kept anchors
+    TIMESTAMP_SEARCH = "timestamp_search"  # one-way topics, from the producing side
+    CAUGHT_UP = "caught_up"  # stale fast-forward to the standby log end
     OFFSET_SYNC = "offset_sync"  # MirrorMaker 2's offset-sync pairs, one-way topics, no origin headers
 
     def __str__(self) -> str:  # pragma: no cover - cosmetic
@@ -26,7 +26,7 @@ class Strategy(str, Enum):
 
 
 class TranslationStatus(str, Enum):
-    """One named status per group-partition and cycle (DESIGN.md §6)."""
+    """One named status per group-partition and cycle (docs/concepts/statuses.md)."""
 
     # -- translated: ``standby_offset`` is set and satisfies NO-LOSS --------------------------
     HEADER_EXACT = "header_exact"  # the record at c is a standby-origin copy: t = s
@@ -82,7 +82,7 @@ class TranslationStatus(str, Enum):
     @property
     def exact(self) -> bool:
         """The standby offset points at the copy of the record the group reads next (or past the
-        copy of the last processed record): the InSync candidates of DESIGN.md §7."""
+        copy of the last processed record): the InSync candidates (docs/concepts/statuses.md)."""
         return self in _EXACT
 
 
@@ -115,7 +115,7 @@ PROBLEM_PRIORITY: tuple[TranslationStatus, ...] = (
 @dataclass(frozen=True)
 class Anchor:
     """``(a, s)``: the record at ``active_offset`` on ``active`` and the record at ``standby_offset``
-    on ``standby`` are copies of one record (DESIGN.md §3).
+    on ``standby`` are copies of one record (docs/concepts/no-loss.md, safe and unsafe anchors).
 
     Only standby-origin anchors are built and kept (the record on the active cluster carries
     ``IDC=<standby>``, ``Offset=<standby_offset>``), so Lemma 1 applies on every topic shape. An
@@ -175,7 +175,7 @@ class TranslationResult:
 
     @property
     def in_sync(self) -> bool:
-        """DESIGN.md §7 InSync: the synced offsets point at the very same record (zero duplicates)."""
+        """InSync (docs/concepts/statuses.md): the synced offsets point at the very same record (zero duplicates)."""
         return self.translated and self.expected_duplicates == 0
 
 

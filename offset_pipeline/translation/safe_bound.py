@@ -5,7 +5,7 @@ the commit step refuses a translated ``t`` above it (``commit_rules``), and the 
 check compares the standby offsets it reads back after committing against it. It looks at the same
 :class:`PartitionFacts` the translation saw, never at the translation's result.
 
-The bound is the highest of these proofs (DESIGN.md §2-§4), each one NO-LOSS on its own:
+The bound is the highest of these proofs (docs/concepts/no-loss.md), each one NO-LOSS on its own:
 
 * **Lemma 1, standby-origin anchors (every shape).** A record of the active cluster A that is a
   valid copy of the standby B's record ``s`` (``IDC=<B>``, ``Offset=s``): ``s`` when it is the first
@@ -31,7 +31,7 @@ The bound is the highest of these proofs (DESIGN.md §2-§4), each one NO-LOSS o
   next record when a window read from at or before ``d + 1`` reaches it (in-order copying; tasks
   restart at or before what they copied). :func:`offset_sync_proof` in offset_sync_anchor.py,
   where the argument is written out; the translation's offset-sync results are exactly these.
-* **Caught up (DESIGN.md §4.3).** B's log end, when :func:`caught_up_problem` is None; a kept
+* **Caught up (the caught-up rule).** B's log end, when :func:`caught_up_problem` is None; a kept
   fast-forward point's ``t`` when ``c`` is still its ``active_offset`` (:func:`kept_point_problem`).
 
 Invariants (tested in tests/translation/test_safe_bound.py, table-driven and with hypothesis over

@@ -1,4 +1,6 @@
-"""Topic shape (DESIGN.md §1): one-way ("100:0", producers on one cluster only) or two-way ("50:50").
+"""Topic shape: one-way ("100:0", producers on one cluster only) or two-way ("50:50").
+
+See docs/concepts/strategies.md (topic shapes).
 
 The shape decides which strategies may run: the timestamp search is safe only on a one-way topic
 translated from its producing side (Lemma 3: every standby record is then a copy of an active
@@ -11,7 +13,7 @@ observed record of Y is a copy of X, and X's records carry no origin header. Any
 Y (no origin header, or a header the mirror would never write, since the mirror always writes a
 valid ``IDC=<source>``) makes Y a producing side: two producing sides make the topic two-way. Too
 little evidence gives "unknown". Observations must describe the recent records of both clusters;
-a topic whose producers moved (a planned switchover, DESIGN.md §8) changes shape, and a one-way
+a topic whose producers moved (a planned switchover, docs/operating/runbook.md) changes shape, and a one-way
 verdict should only be trusted for records produced after the move.
 """
 

@@ -1,4 +1,4 @@
-"""Strategy 2 (DESIGN.md §4.2): timestamp search, for one-way topics translated from the producing side.
+"""Strategy 2 (docs/concepts/strategies.md): timestamp search, for one-way topics translated from the producing side.
 
 Setting: every record of the standby B is a copy of a record of the active A, in A's order (Lemma 3),
 with A's CreateTime timestamp. Let ``a`` be the searched A record (timestamp ``ts``):

@@ -1,6 +1,6 @@
 """``translate_partition``: facts in, one :class:`TranslationResult` out, for every group-partition.
 
-Order (DESIGN.md §4 and §6):
+Order (docs/concepts/strategies.md, the order of strategies; docs/concepts/statuses.md):
 
 1. bad inputs that make any translation meaningless get their status: topic missing on the standby,
    partition count mismatch, no committed offset, ``c`` below the active log start (retention) or

@@ -8,7 +8,7 @@ the cluster names, so the flow's offset-syncs topic is named by ``OFFSET_PIPELIN
 (``idc1->idc2=idc1:<topic>``), as a deployment whose MirrorMaker 2 aliases differ would.
 ``OFFSET_PIPELINE_MIRROR_WRITES_HEADERS=0``: nothing on the standby is trusted as an origin header.
 
-Loss is counted on the two logs by record identity (DESIGN.md §2): every record of idc2 below the
+Loss is counted on the two logs by record identity (docs/concepts/no-loss.md): every record of idc2 below the
 committed standby offset must be a copy of a record of idc1 below ``c`` (values are unique).
 
 * the continuous run (``offset_continuous_sync``) commits ``t`` for a group that moved past the
@@ -104,7 +104,7 @@ def wait_pairs(kafka_pair, syncs: str, topic: str, upstream_at_least: int) -> No
 
 
 def lost_below(kafka_pair, topic: str, c: int, t: int, end: int) -> list[bytes]:
-    """idc2's records below ``t`` that copy no idc1 record below ``c`` (DESIGN.md §2)."""
+    """idc2's records below ``t`` that copy no idc1 record below ``c`` (NO-LOSS)."""
     processed = {v for o, v in read_values(kafka_pair.bootstrap(ACTIVE), topic, 0, end).items() if o < c}
     standby = read_values(kafka_pair.bootstrap(STANDBY), topic, 0, end)
     assert len([o for o in standby if o < t]) == t  # every record below t was read

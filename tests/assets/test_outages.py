@@ -1,4 +1,4 @@
-"""A whole sync cycle with one cluster or Spark unavailable (issue 14): real brokers, chdb, local Spark.
+"""A whole sync cycle with one cluster or Spark unavailable: real brokers, chdb, local Spark.
 
 The run must succeed, the groups whose facts were not read get a named status and no commit, checks
 WARN naming the part that failed, and the next cycle after the part returns syncs by itself.

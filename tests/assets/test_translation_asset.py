@@ -187,7 +187,7 @@ def test_latest_anchors_newest_row_wins_and_a_drop_forgets(chdb_dsn):
 
 def test_log_append_time_on_the_standby_is_read_from_the_topic_config(kafka_pair, session_mirrors, chdb_dsn, topic_name):
     # One-way idc1 -> idc2, but idc2 stamps the topic itself: copies lose idc1's timestamps, so the
-    # timestamp search must not run (DESIGN.md §6), whatever the shape says.
+    # timestamp search must not run (status log_append_time), whatever the shape says.
     topic = kafka_pair.create_topic(topic_name, on=("idc2",), config={"message.timestamp.type": "LogAppendTime"})
     kafka_pair.create_topic(topic_name, on=("idc1",))
     b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")

@@ -1,4 +1,4 @@
-"""A cycle's read budget (issue 14, starvation): past it, the partitions not read are
+"""A cycle's read budget (no partition starves the others): past it, the partitions not read are
 ``translation_deferred`` with their anchors kept, and the next cycle reads them first.
 
 The rules run without Kafka (a work row naming a cluster without client configuration is "read"

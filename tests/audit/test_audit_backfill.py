@@ -1,4 +1,4 @@
-"""Backfilling the failover audit over several days, through Dagster's own machinery (issue 6): the
+"""Backfilling the failover audit over several days, through Dagster's own machinery: the
 CLI's partition range (one run, the single-run backfill policy), with what it audited.
 
 An asset backfill as the UI launches it, processed by a real ``dagster-daemon``, is tested where the

@@ -1,4 +1,4 @@
-"""The failover audit on the real clusters (issue 6): a deliberately wrong standby offset is reported
+"""The failover audit on the real clusters: a deliberately wrong standby offset is reported
 with exactly the records it would lose; correct sync audits to 0 lost and to the duplicates a real
 failover then reads; re-running a day replaces its rows."""
 

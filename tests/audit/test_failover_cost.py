@@ -58,7 +58,7 @@ def cost(model, c, t, **kw):
 
 # -- table -------------------------------------------------------------------------------------------
 
-LEMMA_2 = (["a1", "b1'"], ["b1", "a1'"])  # DESIGN.md §3: t = 2 with c = 1 loses b1
+LEMMA_2 = (["a1", "b1'"], ["b1", "a1'"])  # Lemma 2 (docs/concepts/no-loss.md): t = 2 with c = 1 loses b1
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""A continuous run through a standby cluster that stops and comes back (issue 14's fault, short):
+"""A continuous run through a standby cluster that stops and comes back (the soak's fault, short):
 the run goes on, the group's partitions are cluster_unavailable meanwhile (nothing committed), and the
 same run syncs again by itself once the cluster answers. Real brokers, chdb, local Spark."""
 

@@ -1,5 +1,5 @@
 """The brokers' logs are bounded: log4j2 rolls ``broker.log`` over by size and keeps a fixed number
-of older files (issue 14, "logs rotate")."""
+of older files (an unattended stack's logs rotate)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A stop of ``bin/up`` leaves nothing behind (issue 14): SIGTERM or SIGHUP to its pid alone
+"""A stop of ``bin/up`` leaves nothing behind: SIGTERM or SIGHUP to its pid alone
 (SIGHUP as the kernel sends it when the terminal closes), or dagster dev crashing, stops every
 process it started -- both brokers, the mirror, traffic, consumers, the Spark Connect server and its
 Python workers, ``dagster dev`` with its webserver, daemon, code servers and any in-flight run --

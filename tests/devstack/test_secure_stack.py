@@ -1,4 +1,4 @@
-"""The dev stack secure (issue 18): ``OFFSET_PIPELINE_DEVSTACK_SECURE=1`` (what ``bin/up`` passes on)
+"""The dev stack secure (docs/operating/security.md): ``OFFSET_PIPELINE_DEVSTACK_SECURE=1`` (what ``bin/up`` passes on)
 starts both clusters with SASL_SSL, SCRAM-SHA-512 and ACLs; the mirror, traffic and consumers log in
 as ``admin``; ``sync`` is granted its least rights; ``sync-env`` gives the product the settings to
 sync as ``sync`` (the password through the environment only), and a sync cycle so commits; ``status``

@@ -61,7 +61,7 @@ def test_recheck(name, live_kw, request_kw, expected):
         assert check.facts is None
 
 
-# Issue 14: the standby->active mirror (idc2->idc1) stopped; the job's live reads.
+# A stopped mirror: the standby->active mirror (idc2->idc1) stopped; the job's live reads.
 STOPPED = [
     ("stopped, idc2 got a record since the sensor looked", {"standby_log_end": 46, "standby_log_end_after": 46}, {},
      Rejection.RECEIVING_DATA),

@@ -57,7 +57,7 @@ def test_classify(name, overrides, expected):
     assert verdict.detail
 
 
-# Issue 14: the B->A mirror (idc2->idc1: the group is active on idc1) stopped. History: the ends at
+# A stopped mirror: the B->A mirror (idc2->idc1: the group is active on idc1) stopped. History: the ends at
 # 15, 10 and 5 minutes ago and now; the mirror's positions as read now.
 STOPPED = [
     ("stopped, and idc2 still receiving records (its end moved 5 minutes ago)",

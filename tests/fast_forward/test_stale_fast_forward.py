@@ -1,4 +1,4 @@
-"""Stale low-traffic partitions on the real clusters (issue 5, DESIGN.md §4.3): the sensor finds them
+"""Stale low-traffic partitions on the real clusters (docs/operating/fast-forward.md): the sensor finds them
 from the snapshot history, the fast-forward job re-checks live and commits, a failover afterwards
 loses and repeats nothing, the partitions that must be left alone are, each with its reason, and
 the sync age stays bounded with the sensor and grows without it.
@@ -448,7 +448,7 @@ def test_a_stopped_mirror_is_left_alone_with_its_reason(kafka_pair, chdb_dsn):
         mirrors.close()
 
 
-# -- issue 14: the reverse (standby -> active) mirror stopped ---------------------------------------
+# -- the reverse (standby -> active) mirror stopped -------------------------------------------------
 
 
 def test_a_stopped_reverse_mirror_blocks_the_fast_forward_until_it_has_copied_everything(kafka_pair, chdb_dsn):

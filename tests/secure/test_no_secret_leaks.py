@@ -1,4 +1,4 @@
-"""No secret leaks (issue 18): real Dagster runs as the ``sync`` principal on the secure pair, with
+"""No secret leaks (docs/operating/security.md): real Dagster runs as the ``sync`` principal on the secure pair, with
 every setting from the environment (the password through dg.EnvVar), leave none of the secrets
 anywhere a person or a tool reads.
 

@@ -1,4 +1,4 @@
-"""The jobs beside the interval cycle on secure clusters (issue 18): the stale fast-forward, the
+"""The jobs beside the interval cycle on secure clusters (docs/operating/security.md): the stale fast-forward, the
 failover audit and the continuous mode, each run as the ``sync`` principal holding only the rights
 devstack/sync_acls.py names for it, its settings from the environment (``OFFSET_PIPELINE_<CLUSTER>_...``,
 the password through dg.EnvVar). Outcomes are read back as ``admin``; nothing here mocks Kafka.

@@ -1,4 +1,4 @@
-"""A sync cycle against secure clusters (issue 18): SASL_SSL, SCRAM-SHA-512, ACLs enforced, run as
+"""A sync cycle against secure clusters (docs/operating/security.md): SASL_SSL, SCRAM-SHA-512, ACLs enforced, run as
 the ``sync`` principal holding only the rights of devstack/sync_acls.py; its settings come from the
 environment, as in production (``OFFSET_PIPELINE_<CLUSTER>_...``, the password through dg.EnvVar)."""
 

@@ -1,4 +1,4 @@
-"""A missing right on one topic or group (issue 18): that group's rows get the named status
+"""A missing right on one topic or group (docs/operating/security.md): that group's rows get the named status
 ``not_authorized``, the reason names the cluster, the topic or group and the ``kafka-acls.sh`` right,
 and every other group is synced in the same cycle. One interval cycle on the secure pair, run as the
 ``sync`` principal with the rights of devstack/sync_acls.py, less one right per group, taken away by

@@ -1,4 +1,4 @@
-"""The Dagster daemon restarted while a sync run is in flight (issue 14's soak fault ``daemon_restart``,
+"""The Dagster daemon restarted while a sync run is in flight (the soak's fault ``daemon_restart``,
 short): the real ``dagster-daemon run`` with the real ``offset_sync_sensor`` on the project's
 ``workspace.yaml``, against two real clusters of this test's own (its sensors commit standby offsets
 for every group they see, so not the session's shared pair) with the data mirror copying a topic.

@@ -1,7 +1,8 @@
-"""Dagster on PostgreSQL (issue 17): the real ``dagster-daemon run`` on the project's ``workspace.yaml``
-with DAGSTER_HOME's storage on a real PostgreSQL server (devstack/postgres.py), written by
-``python -m devstack instance-config --postgres`` as bin/up writes it, against two clusters of this
-test's own (the sensors commit standby offsets for every group they see) with the data mirror both ways.
+"""Dagster on PostgreSQL (docs/operating/postgres.md): the real ``dagster-daemon run`` on the
+project's ``workspace.yaml`` with DAGSTER_HOME's storage on a real PostgreSQL server
+(devstack/postgres.py), written by ``python -m devstack instance-config --postgres`` as bin/up writes
+it, against two clusters of this test's own (the sensors commit standby offsets for every group they
+see) with the data mirror both ways.
 
 In one daemon session:
 

@@ -1,4 +1,6 @@
-"""Commit planning (DESIGN.md §5): every decision, the NO-LOSS guard, the log line, properties."""
+"""Commit planning: every decision, the NO-LOSS guard, the log line, properties.
+
+The rules: docs/concepts/no-loss.md (the commit guard)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A sync run killed (kill -9) while it commits (issue 14): every group is at its old standby offset or
+"""A sync run killed (kill -9) while it commits: every group is at its old standby offset or
 at the killed run's new one, never anywhere else; the next run re-reads, commits the rest, and
 reports the standby offsets it finds moved without a record. Real brokers, chdb, local Spark; the
 killed run is a separate process, as the daemon's run worker is."""

@@ -6,7 +6,7 @@ offset-syncs topic read (kafka_io/offset_syncs.py), then the active log end (the
 sync/offset_sync_stamps.py); in a later cycle the group's committed offset, the log ranges, the
 partition's facts with the pairs (kafka_io/partition_records.py), the translation, the safe bound,
 the commit plan (sync/commit_rules.py) and the group commit (kafka_io/group_commits.py). Then the
-loss is counted on the two logs as DESIGN.md §2 defines it: every record of the standby below the
+loss is counted on the two logs as NO-LOSS defines it: every record of the standby below the
 committed offset must copy an active record below ``c`` (the keys are unique).
 
 The Spark task's own code (``spark_translation.translate_partition_rows``, plain Python) is run on a
@@ -151,7 +151,7 @@ def test_the_sync_commits_behind_plain_mirror_maker_2(kafka_pair, tmp_path):
     write = commit_group_offsets(clusters[STANDBY], group, {tp: plan.new_offset}, timeout_s=30)
     assert write.applied == {tp: plan.new_offset} and write.committed_after[tp] == plan.new_offset
 
-    # DESIGN.md §2 on the two real logs: every standby record below t copies an active record below c
+    # NO-LOSS on the two real logs: every standby record below t copies an active record below c
     processed = {r.key for r in read_partition(source, topic, 0) if r.offset < c}
     below_t = [r for r in read_partition(target, topic, 0) if r.offset < plan.new_offset]
     lost = [r.key for r in below_t if r.key not in processed]

@@ -1,4 +1,4 @@
-"""build_snapshot_rows: what could not be read is said on its rows, never guessed (issue 14)."""
+"""build_snapshot_rows: what could not be read is said on its rows, never guessed."""
 
 from __future__ import annotations
 

@@ -239,7 +239,7 @@ def test_ensure_table_adds_timestamp_type_to_a_snapshot_table_from_before_it(chd
         ("", ""), ("LogAppendTime", "idc1 unavailable")]
 
 
-# --- facts that were not read (issue 14): never guessed, named per group or partition -------------
+# --- facts that were not read: never guessed, named per group or partition -------------
 
 def with_state(snapshot, cluster, state, error, partition=None):
     """``snapshot`` rows with ``cluster``'s rows (or one partition's) given a group state and read error."""

@@ -1,4 +1,4 @@
-"""Strategy 3: the caught-up rule (stale fast-forward to the standby log end, DESIGN.md §4.3)."""
+"""Strategy 3: the caught-up rule (stale fast-forward to the standby log end, docs/concepts/strategies.md)."""
 
 from __future__ import annotations
 

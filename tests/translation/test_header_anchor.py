@@ -1,6 +1,6 @@
 """Strategy 1: standby-origin header anchors (Lemma 1), never past c, kept anchors while c grows.
 
-Logs are written in DESIGN.md's notation: ``a1`` is a record produced on that cluster, ``b1'`` a
+Logs are written in this notation: ``a1`` is a record produced on that cluster, ``b1'`` a
 copy of the other cluster's ``b1``, ``_`` a gap (transaction marker or aborted record). The active
 cluster is idc1 (its records named a*), the standby idc2 (b*).
 """
@@ -41,7 +41,7 @@ def run(active_log, standby_log, c, *, window=8, kept=None, shape=TWO_WAY, **mod
     return model, result
 
 
-# -- the examples of DESIGN.md ---------------------------------------------------------------------
+# -- the examples of docs/concepts/no-loss.md ----------------------------------------------------------
 
 
 def test_lemma_2_x_crossing_does_not_give_2():

@@ -1,4 +1,4 @@
-"""Origin header parsing: a typed origin, or a named problem (DESIGN.md §6: absent, not a number,
+"""Origin header parsing: a typed origin, or a named problem (docs/concepts/statuses.md: absent, not a number,
 negative, a third cluster's name, ...). Never raises."""
 
 from __future__ import annotations

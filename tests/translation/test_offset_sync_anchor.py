@@ -1,6 +1,6 @@
 """MirrorMaker 2's offset-sync pairs as anchors (translation/offset_sync_anchor.py).
 
-Table cases in DESIGN.md's notation (``a1`` produced on the active idc1, ``a1'`` its copy on the
+Table cases in the notation of the two-cluster model (``a1`` produced on the active idc1, ``a1'`` its copy on the
 standby idc2, copied by a mirror that writes no origin headers), each checked against the model's
 definition of loss; then hypothesis over the two-cluster model with a MirrorMaker-like mirror
 (sparse pairs, lost sends, restarts that copy records twice, compaction): no translated result
@@ -63,7 +63,7 @@ def forward(model: TwoClusterModel, start: int, n: int = 64) -> OffsetSyncFacts:
 def test_an_unconfirmed_pair_after_a_restart_would_lose_records():
     """Every pair was delivered: (0, 0) for the first task's first record, (8, 8) at its commit,
     (9, 21) for the second task's first record. For c = 15 the newest pair at or below c suggests
-    t = 22, below which B holds the first copies of a15..a20: lost by DESIGN.md §2. The rule does
+    t = 22, below which B holds the first copies of a15..a20: lost, by NO-LOSS. The rule does
     not take it while nothing bounds what lies below d = 21."""
     m = restarted_model()
     pairs = (SyncPair(0, 0), SyncPair(8, 8), SyncPair(9, 21))

@@ -3,7 +3,7 @@
 The model plays Kafka and the pipeline: random interleavings of both producers and both mirror
 directions (X-crossing), transaction markers and aborted records on both sides, repeated and
 reversed CreateTime timestamps, at-least-once redelivery, retention, group resets, bogus producer
-headers. Every translation is checked against DESIGN.md §2's definitions (``count_loss``), for every
+headers. Every translation is checked against NO-LOSS's definitions (``count_loss``), for every
 strategy and every result.
 """
 
@@ -220,7 +220,7 @@ def test_equal_or_reversed_timestamps_with_header_refinement_have_no_duplicates(
 @given(configs(kind="planned", mirror_headers=True, log_append_time_on_standby=False, shape_mode="configured",
                refine_window=BIG_WINDOW), events(redelivery=False), st.booleans())
 def test_planned_switchover_has_no_duplicates(config, evs, quiet):
-    """DESIGN.md §8: drain, move producers to the standby, let the group read everything: the
+    """The planned switchover: drain, move producers to the standby, let the group read everything: the
     failover then neither loses nor repeats anything, on every shape."""
     trial, failover = run_trial(config, evs, quiet=quiet)
     assert failover.lost == 0
@@ -403,7 +403,7 @@ def test_decision_log_line_example():
 
 
 def test_the_rules_are_plain_python():
-    """No Kafka, Spark, Dagster or ClickHouse behind the rules (DESIGN.md §9)."""
+    """No Kafka, Spark, Dagster or ClickHouse behind the rules (docs/architecture.md)."""
     import subprocess
     import sys
 

@@ -1,6 +1,6 @@
 """safe_standby_bound: the largest standby offset the facts prove loss-free, whatever the strategy.
 
-Table cases in DESIGN.md's notation (``a1`` produced on the active idc1, ``b1`` on the standby
+Table cases in the notation of the two-cluster model (``a1`` produced on the active idc1, ``b1`` on the standby
 idc2, ``x'`` a copy of ``x``, ``_`` a gap), each checked against the model's definition of loss;
 then hypothesis over the two-cluster model: the bound never loses a record, and no translated result
 is above it.

@@ -3,7 +3,7 @@ folder -- both Kafka clusters, the mirror both ways, traffic, consumer groups, t
 server, then ``dagster dev`` with its daemon -- and Debian's headless Chromium driven by Playwright.
 
 At the end of the session the stack is stopped with Ctrl-C and must leave no process behind within
-30 s (issue 14's clean stop; the fixture's teardown fails otherwise).
+30 s (the clean stop; the fixture's teardown fails otherwise).
 
 Screenshots go to ``test-artifacts/ui/`` (``OFFSET_PIPELINE_TEST_ARTIFACTS`` moves the folder): the
 named ones each test takes, and one of the page as it was when each test ended, pass or fail.
@@ -133,7 +133,7 @@ def dagster_ui(kafka_jars, tmp_path_factory) -> DagsterUI:
     try:
         wait_until_loaded(ui, proc, timeout=420)
         yield ui
-        # Ctrl-C, as in bin/up's terminal (issue 14's clean stop; tests/devstack/test_clean_stop.py has the
+        # Ctrl-C, as in bin/up's terminal (the clean stop; tests/devstack/test_clean_stop.py has the
         # other ways): every process of the stack gone within the limit, bin/up ending with 130.
         census = stack_processes(base, proc.pid)
         if proc.poll() is None:
