@@ -1,13 +1,13 @@
-"""How long the failover audit of one day takes (issue 6 target: one day of 30-second snapshots for
+"""How long the failover audit of one day takes (target: one day of 30-second snapshots for
 1,000 group-partitions audited in <= 10 minutes on this machine). Prints figures; asserts nothing.
 
-    .venv/bin/python bench/audit_benchmark.py [--topics 50 --partitions 4 --groups-per-topic 5
+    .venv/bin/python -m bench.audit_benchmark [--topics 50 --partitions 4 --groups-per-topic 5
                                                --records-per-partition 2000 --snapshots 2880]
 
 Set-up (not timed as the audit):
 
-* two scratch KRaft clusters on free ports (``_clusters.ScratchClusters``), the workload's topics
-  created on both (``_clusters.Workload``, as in ``cycle_benchmark.py``: of every ten topics 4
+* two scratch KRaft clusters on free ports (``clusters.ScratchClusters``), the workload's topics
+  created on both (``clusters.Workload``, as in ``cycle_benchmark.py``: of every ten topics 4
   two-way, 4 one-way from idc1 and 2 one-way from idc2);
 * records produced in ``--rounds`` rounds (``TrafficGenerator.emit``) while the real
   ``DataMirror`` runs both ways; each round waits until the mirrors copied everything, so a two-way
@@ -65,18 +65,13 @@ import time
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
-sys.path.insert(0, str(REPO_ROOT))
-sys.path.insert(0, str(BENCH_DIR))
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+import numpy as np
 
-import numpy as np  # noqa: E402
-from confluent_kafka import Consumer, KafkaError, TopicPartition  # noqa: E402
-
-from _clusters import CLUSTERS, ScratchClusters, Workload  # noqa: E402
-from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint  # noqa: E402
-from devstack.traffic import TrafficGenerator, ensure_topics  # noqa: E402
-from offset_pipeline.translation.headers import CopiedFrom, parse_origin  # noqa: E402
+from bench.clusters import CLUSTERS, ScratchClusters, Workload
+from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
+from devstack.traffic import TrafficGenerator, ensure_topics
+from offset_pipeline.translation.headers import CopiedFrom, parse_origin
 
 TARGET_S = 600.0
 CYCLE_S = 30

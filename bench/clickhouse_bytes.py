@@ -1,10 +1,10 @@
 """Where the ClickHouse bytes of offset_pipeline go, and how much column codecs would save.
 Prints figures; asserts nothing.
 
-    .venv/bin/python bench/clickhouse_bytes.py --dsn chdb:///path/to/clickhouse [--try-codecs] [--hold-s 60] [--json out.json]
-    .venv/bin/python bench/clickhouse_bytes.py --synthetic-days 0.02 --group-partitions 1000 --try-codecs
+    .venv/bin/python -m bench.clickhouse_bytes --dsn chdb:///path/to/clickhouse [--try-codecs] [--hold-s 60] [--json out.json]
+    .venv/bin/python -m bench.clickhouse_bytes --synthetic-days 0.02 --group-partitions 1000 --try-codecs
 
-Issue 14: the soak saw the embedded engine's folder grow ~400 MB/h at 10,000 group-partitions. This
+The soak saw the embedded engine's folder grow ~400 MB/h at 10,000 group-partitions. This
 reads a real folder (or a server) and reports:
 
 * the folder: bytes per top-level directory and per table directory (chdb only; a table's directory
@@ -72,11 +72,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from offset_pipeline.resources.clickhouse import ClickHouseResource, close_embedded_clients  # noqa: E402
-from offset_pipeline.storage.retention import ttl_clause  # noqa: E402
+from offset_pipeline.resources.clickhouse import ClickHouseResource, close_embedded_clients
+from offset_pipeline.storage.retention import ttl_clause
 
 PROJECTION_DAYS = 35
 ID_COLUMNS = ("snapshot_id", "run_id")  # one uuid per cycle / per check: LowCardinality candidates
@@ -480,7 +477,7 @@ def recommended(table_trial: dict) -> list[str]:
 
 def synthetic_folder(folder: Path, days: float, group_partitions: int, cadence_s: float, log) -> None:
     """The project's tables with ``days`` of synthetic history (bench/history_reads.py's generator)."""
-    import history_reads  # bench/history_reads.py
+    from bench import history_reads
 
     dsn = f"chdb://{folder}"
     client = ClickHouseResource(dsn=dsn).get_client()

@@ -1,6 +1,6 @@
 """What the project's own codecs (storage/upkeep.py) do to a ClickHouse folder's bytes.
 
-    .venv/bin/python bench/clickhouse_upkeep_effect.py --dsn chdb:///path/to/folder
+    .venv/bin/python -m bench.clickhouse_upkeep_effect --dsn chdb:///path/to/folder
 
 Copies the folder (the given one is never opened), merges every table into Wide parts with its
 current codecs (TTLs removed on the copy, so nothing expires while measuring), then applies
@@ -17,10 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from offset_pipeline.resources.clickhouse import ClickHouseResource  # noqa: E402
-from offset_pipeline.storage import upkeep  # noqa: E402
+from offset_pipeline.resources.clickhouse import ClickHouseResource
+from offset_pipeline.storage import upkeep
 
 
 def _sizes(client) -> dict[str, tuple[int, int]]:

@@ -1,6 +1,6 @@
 """How long one full sync cycle takes at scale, and what bounds it. Prints figures; asserts nothing.
 
-    .venv/bin/python bench/cycle_benchmark.py [--topics 100 --partitions 20 --groups-per-topic 5 --cycles 5]
+    python -m bench.cycle_benchmark [--topics 100 --partitions 20 --groups-per-topic 5 --cycles 5]
 
 Set-up (not timed as a cycle): two KRaft clusters on free ports in a temporary folder, every topic
 created on both, filled with a mix of shapes (two-way with producers on both sides; one-way with
@@ -16,7 +16,7 @@ positions. Then:
   or local Spark in this process (``--spark local``);
 * ``--launched-runs`` cycles as Dagster launches them: a fresh ``dagster job execute`` process each
   (code location load, Spark Connect session, run), so the per-run process cost shows too;
-* the floor (``floor_reads.py``): the same Kafka lookups by a minimal sequential script: the
+* the floor (``bench.floor_reads``): the same Kafka lookups by a minimal sequential script: the
   snapshot's and the commit step's admin calls and the translation reads, each stage compared
   with its own part of the floor and the whole cycle with their sum.
 
@@ -35,66 +35,23 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
+import uuid
+from collections import Counter, defaultdict
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
-sys.path.insert(0, str(BENCH_DIR))
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+import dagster as dg
 
-import dagster as dg  # noqa: E402
-
-from _clusters import CLUSTERS, ActiveGroups, ScratchClusters, Workload, create_and_fill, free_port, mirror_both_ways  # noqa: E402
-from carried import carried_group_partitions, carried_translated  # noqa: E402
-from floor_reads import FloorPartition, run_floor, run_lookup_floor  # noqa: E402
-from offset_pipeline.monitoring.decision_log import LOGGER_NAME  # noqa: E402
-from offset_pipeline.kafka_io.group_offsets import read_partition_ranges  # noqa: E402
+from bench.clusters import ActiveGroups, ScratchClusters, Workload, create_and_fill, free_port, mirror_both_ways
+from bench.floor_reads import floor_partitions, run_floor, run_lookup_floor
+from bench.sync_runs import offset_sync_assets, resources, run_window, step_seconds, table
+from devstack.paths import REPO_ROOT
+from offset_pipeline.monitoring.decision_log import LOGGER_NAME
+from offset_pipeline.translation import TranslationStatus
+from offset_pipeline.translation.facts import RecordFact
+from offset_pipeline.translation.headers import CopiedFrom
 
 CADENCE_S = 30.0
-
-
-def offset_sync_assets() -> list:
-    from offset_pipeline.assets import all_assets
-
-    return [a for a in all_assets if set(a.group_names_by_key.values()) == {"offset_sync"}]
-
-
-def resources(clusters: ScratchClusters, dsn: str, spark_connect_url: str | None) -> dict:
-    from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
-
-    return {
-        **{name: KafkaClusterResource(cluster_name=name, bootstrap_servers=bs) for name, bs in clusters.bootstraps.items()},
-        "clickhouse": ClickHouseResource(dsn=dsn),
-        "spark": SparkResource(connect_url=spark_connect_url) if spark_connect_url else SparkResource(),
-    }
-
-
-def step_seconds(instance: dg.DagsterInstance, run_id: str) -> dict[str, float]:
-    """Step key -> seconds from its start event to its success (or failure) event."""
-    starts, ends = {}, {}
-    for entry in instance.all_logs(run_id):
-        event = entry.dagster_event
-        if event is None or entry.step_key is None:
-            continue
-        if event.event_type == dg.DagsterEventType.STEP_START:
-            starts[entry.step_key] = entry.timestamp
-        elif event.event_type in (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE):
-            ends[entry.step_key] = entry.timestamp
-    return {k: ends[k] - starts[k] for k in starts if k in ends}
-
-
-def run_window(instance: dg.DagsterInstance, run_id: str) -> float:
-    """Seconds from the run's start event to its success/failure event."""
-    times = {}
-    for entry in instance.all_logs(run_id):
-        event = entry.dagster_event
-        if event is not None and event.event_type in (
-            dg.DagsterEventType.RUN_START, dg.DagsterEventType.RUN_SUCCESS, dg.DagsterEventType.RUN_FAILURE
-        ):
-            times[event.event_type] = entry.timestamp
-    start = times.get(dg.DagsterEventType.RUN_START)
-    end = times.get(dg.DagsterEventType.RUN_SUCCESS) or times.get(dg.DagsterEventType.RUN_FAILURE)
-    return end - start if start and end else float("nan")
 
 
 def translation_shares(dsn: str, snapshot_id: str) -> Counter:
@@ -112,26 +69,67 @@ def translation_shares(dsn: str, snapshot_id: str) -> Counter:
     return Counter({(status, strategy): n for status, strategy, n in rows})
 
 
-def floor_partitions(clusters: ScratchClusters, workload: Workload, groups: ActiveGroups) -> list[FloorPartition]:
-    shapes = workload.shapes()
-    active_of = {g.group_id: g.active for g in workload.groups()}
-    committed: dict[tuple[str, str, int], list[int]] = {}
-    for (group_id, topic, p), c in groups.committed.items():
-        committed.setdefault((active_of[group_id], topic, p), []).append(c)
-    tps = sorted({(t, p) for _, t, p in committed})
-    ranges = {
-        name: {(r.topic, r.partition): r for r in read_partition_ranges(clusters.admin(name), name, tps)}
-        for name in CLUSTERS
-    }
-    out = []
-    for (active, topic, p), cs in sorted(committed.items()):
-        standby = next(n for n in CLUSTERS if n != active)
-        a, s = ranges[active][(topic, p)], ranges[standby][(topic, p)]
-        out.append(FloorPartition(
-            topic, p, active, standby, tuple(cs), a.log_start, a.log_end, s.log_end,
-            timestamp_search=shapes[topic] == f"one_way:{active}",
-        ))
+# -- two-way partitions carrying standby-origin records -----------------------------------------------
+# "Carried": below the group's committed offset ``c`` on its active cluster there is a copy of a record
+# produced on the standby (its origin header names the standby). Only then can a loss-free header anchor
+# exist at all; a partition whose processed records were all produced on the active side has nothing to
+# anchor on yet, whatever the strategy. Read once after the cycles (the logs are quiescent by then).
+
+
+def standby_origin_offsets(bootstrap: str, cluster: str, peer: str, partitions: list[tuple[str, int]],
+                           timeout_s: float = 300.0) -> dict[tuple[str, int], list[int]]:
+    """(topic, partition) -> offsets on ``cluster`` of copies of records produced on ``peer``."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"offset-pipeline-carried-{uuid.uuid4().hex}",
+        "enable.auto.commit": False, "isolation.level": "read_committed", "enable.partition.eof": True,
+        "auto.offset.reset": "earliest", "log_level": 3,
+    })
+    out: dict[tuple[str, int], list[int]] = defaultdict(list)
+    pending = set(partitions)
+    try:
+        consumer.assign([TopicPartition(t, p, -2) for t, p in partitions])  # -2: OFFSET_BEGINNING
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(pending)} partitions of {cluster} not read to their end")
+            for msg in consumer.consume(1000, timeout=1.0):
+                key = (msg.topic(), msg.partition())
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        pending.discard(key)
+                        continue
+                    raise RuntimeError(f"{cluster} {key}: {msg.error()}")
+                fact = RecordFact.from_headers(msg.offset(), msg.timestamp()[1], msg.headers() or [],
+                                               read_from=cluster, peer=peer)
+                if isinstance(fact.origin, CopiedFrom) and fact.origin.cluster == peer:
+                    out[key].append(msg.offset())
+    finally:
+        consumer.close()
     return out
+
+
+def carried_group_partitions(bootstraps: dict[str, str], shapes: dict[str, str], active_of: dict[str, str],
+                             committed: dict[tuple[str, str, int], int]) -> set[tuple[str, str, int]]:
+    """(group, topic, partition) of two-way topics where a standby-origin copy lies below ``c``."""
+    clusters = sorted(bootstraps)
+    rows = [(g, t, p, c) for (g, t, p), c in committed.items() if shapes.get(t) == "two_way"]
+    copies = {}
+    for cluster in clusters:
+        peer = next(n for n in clusters if n != cluster)
+        tps = sorted({(t, p) for g, t, p, _ in rows if active_of[g] == cluster})
+        copies[cluster] = standby_origin_offsets(bootstraps[cluster], cluster, peer, tps) if tps else {}
+    return {(g, t, p) for g, t, p, c in rows if any(o < c for o in copies[active_of[g]].get((t, p), ()))}
+
+
+def carried_translated(client, snapshot_id: str, carried: set[tuple[str, str, int]]) -> tuple[int, int]:
+    """(translated, total) over the carried group-partitions in one cycle's offset_translations."""
+    rows = client.query(
+        "SELECT group_id, topic, partition, status FROM offset_translations WHERE snapshot_id = {s:String}",
+        parameters={"s": snapshot_id},
+    ).result_rows
+    statuses = {(g, t, int(p)): status for g, t, p, status in rows}
+    translated = sum(1 for key in carried if key in statuses and TranslationStatus(statuses[key]).translated)
+    return translated, len(carried)
 
 
 def launched_run(clusters: ScratchClusters, dsn: str, shapes: dict, spark_connect_url: str | None, home: Path) -> dict:
@@ -168,18 +166,6 @@ def launched_run(clusters: ScratchClusters, dsn: str, shapes: dict, spark_connec
 
 
 # -- printing ---------------------------------------------------------------------------------------
-
-
-def table(headers: list[str], rows: list[list], align: str | None = None) -> str:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    align = align or "l" + "r" * (len(headers) - 1)
-    lines = []
-    for n, row in enumerate(cells):
-        lines.append("  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(row, widths, align)))
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def s(x: float | None) -> str:
@@ -256,7 +242,7 @@ def run_benchmark(args, workload: Workload, clusters: ScratchClusters, groups: A
 
     def in_process(label: str, instance: dg.DagsterInstance) -> None:
         started = time.monotonic()
-        result = dg.materialize(assets, resources=resources(clusters, dsn, url), run_config=run_config,
+        result = dg.materialize(assets, resources=resources(clusters.bootstraps, dsn, url), run_config=run_config,
                                 instance=instance, raise_on_error=False)
         wall = time.monotonic() - started
         if not result.success:
@@ -371,8 +357,6 @@ def format_report(args, workload, url, runs, floor, floor_inputs, lookups) -> st
         [[name, s(v), f"{v / CADENCE_S:.2f}" if v else "-", s(f), f"{v / f:.2f}" if v and f else "-"]
          for name, v, f in ratios],
     ))
-
-    from offset_pipeline.translation import TranslationStatus
 
     lines += ["", "translations per cycle (share of group-partitions, from offset_translations):"]
     shares = [r["shares"] for r in runs]

@@ -1,7 +1,7 @@
-"""How fast the Grafana panels answer over 30 days of 30-second history (issue 4 target: <= 1 s
+"""How fast the Grafana panels answer over 30 days of 30-second history (target: <= 1 s
 median per query for 1,000 group-partitions). Prints figures; asserts nothing.
 
-    .venv/bin/python bench/dashboard_queries.py [--days 30 --groups 50 --topics-per-group 2 --partitions 10]
+    .venv/bin/python -m bench.dashboard_queries [--days 30 --groups 50 --topics-per-group 2 --partitions 10]
 
 An embedded ClickHouse (chdb) in a temporary folder gets the project's monitoring tables
 (``storage/metrics.py``: raw rows with TTL, per-minute rollup by materialized view), then one row per
@@ -20,14 +20,11 @@ import sys
 import tempfile
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from offset_pipeline.storage import dashboards  # noqa: E402
-from devstack.grafana_sql import expand  # noqa: E402
-from offset_pipeline.resources.clickhouse import ClickHouseResource  # noqa: E402
-from offset_pipeline.storage import metrics  # noqa: E402
+from devstack.grafana_sql import expand
+from offset_pipeline.resources.clickhouse import ClickHouseResource
+from offset_pipeline.storage import dashboards
+from offset_pipeline.storage import metrics
 
 CYCLE_S = 30
 STATUSES = "['InSync', 'Mirroring', 'Mirroring', 'Lagging', 'Stale', 'Broken', 'InSync', 'Mirroring']"

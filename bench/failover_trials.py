@@ -2,7 +2,7 @@
 timestamp pattern (target: 0 lost in >= 100 trials; one-way topics with zero translation
 duplicates in >= 99% of trials).
 
-    .venv/bin/python bench/failover_trials.py [--trials 100] [--per-round 12] [--seed 1]
+    .venv/bin/python -m bench.failover_trials [--trials 100] [--per-round 12] [--seed 1]
         [--mirror python|mm2] [--mm2-at-least-once] [--json PATH]
 
 Two scratch KRaft clusters on free ports, a data mirror both ways and the traffic generator
@@ -32,8 +32,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from _clusters import CLUSTERS, ScratchClusters, free_port
-
+from bench.clusters import CLUSTERS, ScratchClusters, free_port
 from devstack.failover_trials import (
     FailoverTrials,
     dagster_sync_cycle,
@@ -41,10 +40,10 @@ from devstack.failover_trials import (
     plan_trials,
     summarize,
 )
-from offset_pipeline.monitoring.decision_log import LOGGER_NAME
 from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
 from devstack.mirrormaker2 import PROBE_TOPIC, MirrorMaker2, MirrorMaker2Config
 from devstack.traffic import TopicTraffic, TrafficGenerator, ensure_topics
+from offset_pipeline.monitoring.decision_log import LOGGER_NAME
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 
 PREFIX = "ft."

@@ -13,8 +13,9 @@ ClickHouse, no translation logic. Per topic-partition (all its groups at once, a
   ``refine_window`` records).
 
 The pipeline's cycle time divided by this is what its machinery costs over the unavoidable reads.
-Used by ``cycle_benchmark.py``; :func:`run_floor` takes plain inputs, so other benchmarks can use
-it too.
+Used by ``cycle_benchmark``, ``scale_curve`` / ``scale_cycles`` and ``translation_reads``;
+:func:`run_floor` takes plain inputs (:func:`floor_partitions` makes them from a benchmark's clusters,
+workload and groups).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ import uuid
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from bench.clusters import CLUSTERS, ActiveGroups, ScratchClusters, Workload
+from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
 
 ORIGIN_OFFSET_HEADER = "Offset"
 
@@ -194,4 +198,28 @@ def run_lookup_floor(bootstraps: dict[str, str], groups: dict[str, str], partiti
         admins[standby].list_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(gid)], request_timeout=timeout_s)[gid].result(timeout_s)
     out.commit_seconds = time.monotonic() - started
+    return out
+
+
+def floor_partitions(clusters: ScratchClusters, workload: Workload, groups: ActiveGroups) -> list[FloorPartition]:
+    """One :class:`FloorPartition` per Kafka partition the groups read: their committed offsets on the
+    active cluster, both clusters' log ranges, and whether the sync would search timestamps there."""
+    shapes = workload.shapes()
+    active_of = {g.group_id: g.active for g in workload.groups()}
+    committed: dict[tuple[str, str, int], list[int]] = {}
+    for (group_id, topic, p), c in groups.committed.items():
+        committed.setdefault((active_of[group_id], topic, p), []).append(c)
+    tps = sorted({(t, p) for _, t, p in committed})
+    ranges = {
+        name: {(r.topic, r.partition): r for r in read_partition_ranges(clusters.admin(name), name, tps)}
+        for name in CLUSTERS
+    }
+    out = []
+    for (active, topic, p), cs in sorted(committed.items()):
+        standby = next(n for n in CLUSTERS if n != active)
+        a, s = ranges[active][(topic, p)], ranges[standby][(topic, p)]
+        out.append(FloorPartition(
+            topic, p, active, standby, tuple(cs), a.log_start, a.log_end, s.log_end,
+            timestamp_search=shapes[topic] == f"one_way:{active}",
+        ))
     return out

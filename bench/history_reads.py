@@ -1,7 +1,7 @@
 """How long the ClickHouse reads of one sync cycle (and of one sensor tick) take after days of
 history. Prints figures; asserts nothing.
 
-    .venv/bin/python bench/history_reads.py [--days 1 --group-partitions 10000 --cadence-s 30 --json out.json]
+    .venv/bin/python -m bench.history_reads [--days 1 --group-partitions 10000 --cadence-s 30 --json out.json]
 
 Every 30-second cycle appends rows to the history tables, kept 35 days (``storage/retention.py``):
 at 10,000 group-partitions that is about a billion rows a table. A per-cycle read that looks at the
@@ -57,10 +57,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from offset_pipeline.resources.clickhouse import ClickHouseResource  # noqa: E402
-from offset_pipeline.storage import (  # noqa: E402
+from offset_pipeline.resources.clickhouse import ClickHouseResource
+from offset_pipeline.storage import (
     commits,
     cycle_rows,
     deferrals,
@@ -72,8 +70,8 @@ from offset_pipeline.storage import (  # noqa: E402
     stale_history,
     translations,
 )
-from offset_pipeline.sync.commit_step import TRANSLATED_COLUMNS  # noqa: E402
-from offset_pipeline.sync.work import SNAPSHOT_COLUMNS  # noqa: E402
+from offset_pipeline.sync.commit_step import TRANSLATED_COLUMNS
+from offset_pipeline.sync.work import SNAPSHOT_COLUMNS
 
 PARTITIONS_PER_TOPIC = 20
 GROUPS_PER_TOPIC = 5

@@ -3,7 +3,7 @@ duplicated records at failover by strategy, topic shape, timestamp pattern and t
 status of every sync cycle. Prints figures; asserts nothing (tests/translation/test_properties.py
 asserts NO-LOSS on 1,000 trials).
 
-    .venv/bin/python bench/model_trials.py [--trials 1000] [--seed 20240601]
+    .venv/bin/python -m bench.model_trials [--trials 1000] [--seed 20240601]
 
 Each trial generates an interleaving of produce / mirror / consume / sync events with offset gaps
 (transactions), repeated and reversed timestamps, resets, retention on either side, a mirror that
@@ -16,11 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from devstack.two_cluster_model import run_trials  # noqa: E402
+from devstack.two_cluster_model import run_trials
 
 
 def main(argv: list[str] | None = None) -> int:

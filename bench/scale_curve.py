@@ -1,11 +1,11 @@
 """The curve: one interval sync cycle at 1k, 10k, 30k and 100k group-partitions, on ``local[2]`` and on
 a Spark standalone cluster. Prints a table, writes JSON and a PNG; asserts nothing.
 
-    .venv/bin/python bench/scale_curve.py [--sizes 1k,10k,30k,100k] [--engines local,standalone]
-        [--cycles 3] [--out bench/results/scale-curve-<date>]
+    .venv/bin/python -m bench.scale_curve [--sizes 1k,10k,30k,100k] [--engines local,standalone]
+        [--cycles 3] [--out bench/results/scale-curve]
 
-Set-up, once and not timed: two scratch KRaft clusters (``_clusters.py``), 100 topics x 20 partitions
-(every topic shape of ``_clusters.Workload``), filled and mirrored both ways by the real data mirror.
+Set-up, once and not timed: two scratch KRaft clusters (``clusters.py``), 100 topics x 20 partitions
+(every topic shape of ``clusters.Workload``), filled and mirrored both ways by the real data mirror.
 Every size reads these logs; the sizes differ in how many groups read each partition, since two
 single-node brokers on 2 cores hold 2,000 partitions but not 20,000:
 
@@ -45,14 +45,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
-sys.path.insert(0, str(BENCH_DIR))
-
-from _clusters import (
+from bench.clusters import (
     ActiveGroups,
     ScratchClusters,
     Workload,
@@ -60,8 +55,9 @@ from _clusters import (
     free_port,
     mirror_both_ways,
 )
-from cycle_benchmark import floor_partitions, table
-from floor_reads import run_floor, run_lookup_floor
+from bench.floor_reads import floor_partitions, run_floor, run_lookup_floor
+from bench.sync_runs import table
+from devstack.paths import REPO_ROOT
 
 TOPICS, PARTITIONS, TOPICS_PER_GROUP = 100, 20, 10
 ENGINES = ("local", "standalone")
@@ -99,7 +95,7 @@ def workload_for(size: int, records_per_partition: int, seed: int) -> SizedWorkl
 def run_engine(engine: str, spec: dict, tmp: Path) -> dict:
     spec_path, out_path = tmp / f"spec-{engine}.json", tmp / f"out-{engine}.json"
     spec_path.write_text(json.dumps(spec))
-    proc = subprocess.run([sys.executable, str(BENCH_DIR / "scale_cycles.py"), str(spec_path), str(out_path)],
+    proc = subprocess.run([sys.executable, "-m", "bench.scale_cycles", str(spec_path), str(out_path)],
                           cwd=REPO_ROOT, timeout=3 * 3600, check=False)
     if proc.returncode != 0:
         return {"error": f"scale_cycles.py exited {proc.returncode}"}
@@ -208,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma list of Spark settings for the cycles, e.g. spark.sql.shuffle.partitions=8")
     parser.add_argument("--gc-freeze", action="store_true",
                         help="experiment: gc.freeze() before each measured cycle, gc.unfreeze() after it")
-    parser.add_argument("--out", type=Path, default=BENCH_DIR / "results" / f"scale-curve-{date.today().isoformat()}")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "results" / "scale-curve")
     parser.add_argument("--replot", type=Path, help="only draw the PNG (and print the table) of this scale_curve.json")
     args = parser.parse_args(argv)
     if args.replot:

@@ -1,6 +1,6 @@
 """One engine's cycles for ``scale_curve.py``, in a process of its own (a process has one SparkContext).
 
-    .venv/bin/python bench/scale_cycles.py SPEC.json OUT.json
+    .venv/bin/python -m bench.scale_cycles SPEC.json OUT.json
 
 SPEC: ``bootstraps`` (cluster -> bootstrap), ``dsn`` (chdb), ``master`` (``local[2]`` or
 ``spark://...``), ``executor_python`` (or null), ``group_include``, ``topic_shapes``, ``cycles``,
@@ -29,13 +29,10 @@ import sys
 import time
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH_DIR))
-
 import dagster as dg
-from cycle_benchmark import offset_sync_assets, step_seconds
-from process_tree_usage import PeakRss, ProcessTree
 
+from bench.process_tree_usage import PeakRss, ProcessTree
+from bench.sync_runs import offset_sync_assets, step_seconds
 from offset_pipeline.monitoring.decision_log import LOGGER_NAME
 
 BOUND_S = 1800.0  # Spark bound and read budget of a measured cycle: measured whole, never deferred
@@ -64,7 +61,7 @@ def floor_beside(spec: dict, bootstraps: dict[str, str]) -> dict | None:
     ``floor_parts`` (snapshot, translation, commit), or None without one."""
     if not spec.get("floor"):
         return None
-    from floor_reads import FloorPartition, run_floor, run_lookup_floor
+    from bench.floor_reads import FloorPartition, run_floor, run_lookup_floor
 
     partitions = [FloorPartition(**{**fp, "committed": tuple(fp["committed"])}) for fp in spec["floor"]["partitions"]]
     reads = run_floor(bootstraps, partitions)

@@ -1,7 +1,7 @@
-"""What one stale_partition_sensor tick costs on the ClickHouse side at scale (issue 5). Prints
+"""What one stale_partition_sensor tick costs on the ClickHouse side at scale. Prints
 figures; asserts nothing.
 
-    .venv/bin/python bench/stale_sensor.py [--group-partitions 10000 --window 600 --repeat 5]
+    .venv/bin/python -m bench.stale_sensor [--group-partitions 10000 --window 600 --repeat 5]
 
 An embedded ClickHouse (chdb) in a temporary folder gets the project's tables and the history a
 sensor reads: one ``offset_translations`` row per group-partition and 30-second cycle, and one
@@ -24,13 +24,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from offset_pipeline.resources.clickhouse import ClickHouseResource  # noqa: E402
-from offset_pipeline.sensors.stale_partitions import HISTORY_LOOKBACK_S  # noqa: E402
-from offset_pipeline.fast_forward.stale_candidates import classify, partition_histories  # noqa: E402
-from offset_pipeline.storage import snapshots, translations  # noqa: E402
-from offset_pipeline.storage.stale_history import read_stale_history  # noqa: E402
+from offset_pipeline.fast_forward.stale_candidates import classify, partition_histories
+from offset_pipeline.resources.clickhouse import ClickHouseResource
+from offset_pipeline.sensors.stale_partitions import HISTORY_LOOKBACK_S
+from offset_pipeline.storage import snapshots, translations
+from offset_pipeline.storage.stale_history import read_stale_history
 
 CYCLE_S = 30
 PARTITIONS_PER_TOPIC = 20

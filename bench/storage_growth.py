@@ -2,7 +2,7 @@
 and what the run retention gives back.
 
 Two scratch KRaft clusters on free ports with a mirrored workload and active groups
-(``_clusters.py``), a temporary ``DAGSTER_HOME`` made as ``bin/up`` makes it (``deploy/dagster.yaml``:
+(``clusters.py``), a temporary ``DAGSTER_HOME`` made as ``bin/up`` makes it (``deploy/dagster.yaml``:
 SQLite storage, local compute logs), an embedded ClickHouse folder; ``--cycles`` real sync cycles
 (every asset of the ``offset_sync`` group, ``dg.materialize`` on that instance, as
 ``cycle_benchmark.py`` runs them). Prints:
@@ -16,7 +16,7 @@ SQLite storage, local compute logs), an embedded ClickHouse folder; ``--cycles``
 * the same after the run retention (``offset_pipeline/housekeeping/run_retention.py``) deleted every run, and
   after a VACUUM of the SQLite files (freed pages are reused by SQLite, not returned to the disk).
 
-    .venv/bin/python bench/storage_growth.py [--cycles 20 --topics 10 --partitions 4 --groups-per-topic 2]
+    .venv/bin/python -m bench.storage_growth [--cycles 20 --topics 10 --partitions 4 --groups-per-topic 2]
 """
 
 from __future__ import annotations
@@ -32,16 +32,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
-sys.path.insert(0, str(BENCH_DIR))
+import dagster as dg
 
-import dagster as dg  # noqa: E402
-
-from _clusters import ActiveGroups, ScratchClusters, Workload, create_and_fill, mirror_both_ways  # noqa: E402
-from cycle_benchmark import offset_sync_assets, resources  # noqa: E402
-from offset_pipeline.monitoring.decision_log import LOGGER_NAME  # noqa: E402
-from offset_pipeline.housekeeping.run_retention import DAY_S, RunRetention, apply_run_retention  # noqa: E402
+from bench.clusters import ActiveGroups, ScratchClusters, Workload, create_and_fill, mirror_both_ways
+from bench.sync_runs import offset_sync_assets, resources
+from devstack.paths import REPO_ROOT
+from offset_pipeline.housekeeping.run_retention import DAY_S, RunRetention, apply_run_retention
+from offset_pipeline.monitoring.decision_log import LOGGER_NAME
 
 SYNC_RUNS_PER_DAY = 86_400 / 30
 
@@ -143,7 +140,7 @@ def measure(args, workload: Workload, clusters: ScratchClusters, tmp_dir: Path) 
             if n == 1:  # cycle 0 warms up (tables created, Spark started): measured from cycle 1 on
                 home_before, data_before = home_parts(home), du(data)
             started = time.monotonic()
-            result = dg.materialize(assets, resources=resources(clusters, dsn, None), run_config=run_config,
+            result = dg.materialize(assets, resources=resources(clusters.bootstraps, dsn, None), run_config=run_config,
                                     instance=instance, raise_on_error=False)
             run_ids.append(result.run_id)
             print(f"cycle {n}: {'ok' if result.success else 'FAILED'} in {time.monotonic() - started:.1f}s", flush=True)

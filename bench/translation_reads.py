@@ -4,7 +4,7 @@ partition per round trip (``--batches 1``) or batched (``kafka_io/batched_reads.
 seconds, this process's CPU-seconds (librdkafka's threads included) and, with ``--profile``, the
 top of a cProfile of the batched run. Asserts nothing.
 
-    .venv/bin/python bench/translation_reads.py [--topics 100 --partitions 20 --groups-per-topic 5]
+    .venv/bin/python -m bench.translation_reads [--topics 100 --partitions 20 --groups-per-topic 5]
         [--batches 1,64,256] [--threads 1] [--profile]
 
 Set-up, not timed: two scratch KRaft clusters, the workload of ``cycle_benchmark.py`` filled and
@@ -23,10 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH_DIR))
-
-from _clusters import (
+from bench.clusters import (
     CLUSTERS,
     ActiveGroups,
     ScratchClusters,
@@ -34,8 +31,7 @@ from _clusters import (
     create_and_fill,
     mirror_both_ways,
 )
-from floor_reads import run_floor
-
+from bench.floor_reads import run_floor
 from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
 from offset_pipeline.sync.spark_translation import PARTITION_KEY, translate_keyed_rows
 
@@ -88,7 +84,7 @@ def main() -> int:
         with ActiveGroups(clusters, workload) as groups:
             by_key = work_by_key(clusters, workload, groups)
             confs = {name: {"bootstrap.servers": bootstrap} for name, bootstrap in clusters.bootstraps.items()}
-            from cycle_benchmark import floor_partitions
+            from bench.floor_reads import floor_partitions
 
             floor = run_floor(clusters.bootstraps, floor_partitions(clusters, workload, groups))
             print(f"{sum(map(len, by_key.values()))} group-partitions, {len(by_key)} keys; "

@@ -1,5 +1,5 @@
 """Every group offset commit on a cluster, with the time the broker wrote it, read from its
-``__consumer_offsets`` topic: for the MirrorMaker 2 comparison (``bench/mm2_comparison.py``), which
+``__consumer_offsets`` topic: for the MirrorMaker 2 comparison (``bench/compare_mm2.py``), which
 measures MirrorMaker 2's group offset writes and this project's commits alike, by when each stood
 on the standby, without polling (a one-second poll made every system look up to a second staler).
 

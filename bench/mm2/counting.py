@@ -1,5 +1,5 @@
 """What a failover at a moment would cost, counted from the logs by record identity: pure, for the
-MirrorMaker 2 comparison (``bench/mm2_comparison.py``) and its tests.
+MirrorMaker 2 comparison (``bench/compare_mm2.py``) and its tests.
 
 One partition: the active log (where the group reads and commits ``c``) and the standby log.
 ``copy_of[o]`` is the active offset of the record with the same identity as the record at standby
@@ -13,7 +13,7 @@ reads the standby log as it stood then (its end ``standby_end``):
 
 * **lost**: standby records below ``g`` (in the final log: a ``g`` past the end then skips what is
   written there later) that are no copy of an active record below ``c`` -- the group never
-  processed them, and never will (DESIGN.md §2); offsets without a record are none;
+  processed them, and never will (NO-LOSS); offsets without a record are none;
 * **duplicated**: standby records from ``g`` to ``standby_end`` that copy an active record below
   ``c`` -- processed once, read again.
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from soak.rules import CheckerTotals, Rec, no_loss_verdict, rec_from_headers
+from bench.soak.rules import CheckerTotals, Rec, no_loss_verdict, rec_from_headers
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from soak import procs
+from bench.soak import procs
 
 VENV_BIN = Path(sys.executable).parent
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from soak import procs
+from bench.soak import procs
 
-# The sync job and the step that commits, per mode (bench/soak.py sets them with use_sync_mode). A
+# The sync job and the step that commits, per mode (bench/soak/run.py sets them with use_sync_mode). A
 # continuous run commits in its one step, every cycle that has changes: killed at any moment of it.
 SYNC_JOB = "offset_sync_cycle"
 COMMIT_STEP = "offset_standby_commits"

@@ -1,10 +1,10 @@
 """The soak's load: the scaled workload's traffic and its consumer groups committing steadily on
 their active clusters, in one process of its own (its RSS is measured like the others).
 
-``python bench/soak/load.py --bootstrap idc1=HOST:PORT --bootstrap idc2=HOST:PORT --topics 100
+``python -m bench.soak.load --bootstrap idc1=HOST:PORT --bootstrap idc2=HOST:PORT --topics 100
 --partitions 20 --groups-per-topic 5 --status-file F``
 
-* traffic: the devstack's seeded :class:`TrafficGenerator` over ``_clusters.Workload``'s plan (two-way
+* traffic: the devstack's seeded :class:`TrafficGenerator` over ``clusters.Workload``'s plan (two-way
   and one-way topics, increasing and equal-batch timestamps), paced at ``rate_per_s * rate_scale``
   per topic and producing cluster;
 * groups: one real member per group on its active cluster (subscribed, assigned, paused: it fetches
@@ -23,21 +23,17 @@ import argparse
 import json
 import logging
 import random
-import sys
 import threading
 import time
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(BENCH_DIR))
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient  # noqa: E402
-
-from _clusters import Workload  # noqa: E402
-from devstack.cli import cluster_address, start_process_logging, stop_on_signals  # noqa: E402
-from devstack.traffic import TrafficGenerator, ensure_topics  # noqa: E402
-from offset_pipeline.kafka_io.group_offsets import read_partition_ranges  # noqa: E402
+from bench.clusters import Workload
+from devstack.cli import cluster_address, start_process_logging, stop_on_signals
+from devstack.traffic import TrafficGenerator, ensure_topics
+from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
 
 log = logging.getLogger("soak.load")
 PREFIX = "soak."

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from devstack.paths import REPO_ROOT
-
-sys.path.insert(0, str(REPO_ROOT / "bench"))
-from mm2.counting import CommitSeries, FailoverCost, active_position, failover_cost, staleness_s  # noqa: E402
+from bench.mm2.counting import CommitSeries, FailoverCost, active_position, failover_cost, staleness_s
 
 # Standby offsets 0..5 copy active offsets 0..5; offset 6 is no copy (a foreign record).
 COPIES = np.array([0, 1, 2, 3, 4, 5, -1])

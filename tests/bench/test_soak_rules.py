@@ -3,14 +3,9 @@ runs inside/outside fault windows, recovery counting, fits and the fault schedul
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from soak.rules import (  # noqa: E402
+from bench.soak.rules import (
     Cycle, Rec, RunSeen, Window, bytes_growth, cycles_to_recover, fault_schedule, linear_fit, no_loss_verdict,
     instance_peak_slope, rec_from_headers, rss_slope_pct_per_hour, run_counts,
 )

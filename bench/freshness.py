@@ -1,6 +1,6 @@
 """How fresh the continuous mode keeps the standby offsets at scale. Prints figures; asserts nothing.
 
-    .venv/bin/python bench/continuous_benchmark.py [--topics 100 --partitions 20 --groups-per-topic 5
+    .venv/bin/python -m bench.freshness [--topics 100 --partitions 20 --groups-per-topic 5
         --rate 10 --measure-s 300 --warmup-s 60] [--json out.json]
 
 Set-up (not measured): two scratch KRaft clusters, the cycle benchmark's workload (100 topics x 20
@@ -35,20 +35,17 @@ import time
 from collections import Counter
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH_DIR))
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import OffsetSpec
 
-from _clusters import (
+from bench.clusters import (
     ActiveGroups,
     ScratchClusters,
     Workload,
     create_and_fill,
     mirror_both_ways,
 )
-from confluent_kafka import Producer, TopicPartition
-from confluent_kafka.admin import OffsetSpec
-from continuous_run import ProcessContinuousRun
-
+from bench.sync_runs import ProcessContinuousRun
 from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
 
 GP = tuple[str, str, int]

@@ -1,7 +1,7 @@
 """MirrorMaker 2's copy rate with the project's origin-header transforms against without them, same run
 (target: the harness's configuration >= 95 % of plain MirrorMaker 2, records/s).
 
-    .venv/bin/python bench/mm2_transform_throughput.py [--records 1000000] [--rounds 3] [--partitions 4]
+    .venv/bin/python bench/transform_throughput.py [--records 1000000] [--rounds 3] [--partitions 4]
         [--variants none,filter,origin,both,single] [--before-jar JAR] [--jfr DIR]
 
 Two scratch clusters; per round and variant a fresh topic on the first cluster is filled with
@@ -50,8 +50,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from _clusters import ScratchClusters, free_port
-
+from bench.clusters import ScratchClusters, free_port
 from devstack.cluster import find_java
 from devstack.connect_transform import TRANSFORM_CLASS
 from devstack.mirror import MirrorEndpoint

@@ -1,10 +1,17 @@
-"""A continuous sync run in this process, outside Dagster, for the benchmarks (continuous_benchmark.py,
-mm2_comparison.py): the product's ``ContinuousSync`` with the project's resources pointed at the
-benchmark's clusters, an embedded ClickHouse and local Spark (or a Spark Connect server).
+"""The product's sync run from a benchmark, outside a Dagster deployment, against the benchmark's own
+clusters (``bench.clusters``), an embedded ClickHouse and local Spark (or a Spark Connect server).
 
-``watch(outcome, state)`` is called after every cycle in the sync's thread. ``offset_syncs_topics``:
-MirrorMaker 2's offset-syncs topics the run reads (``settings.offset_syncs_topics``), for a run behind a
-plain MirrorMaker 2 (``mirror_writes_headers=False``)."""
+* The interval cycle: :func:`offset_sync_assets` and :func:`resources` for ``dg.materialize`` (every
+  asset of the ``offset_sync`` group, as job ``offset_sync_cycle`` runs them), :func:`step_seconds` and
+  :func:`run_window` read a run's timings back from its events (used by ``cycle_benchmark``,
+  ``scale_cycles``, ``storage_growth``).
+* The continuous run (``freshness``, ``compare_mm2``): the product's ``ContinuousSync`` in a thread
+  (:class:`BenchContinuousRun`) or in a process of its own (:class:`ProcessContinuousRun`).
+  ``watch(outcome, state)`` is called after every cycle in the sync's thread. ``offset_syncs_topics``:
+  MirrorMaker 2's offset-syncs topics the run reads (``settings.offset_syncs_topics``), for a run behind
+  a plain MirrorMaker 2 (``mirror_writes_headers=False``).
+* :func:`table`: the plain-text tables the benchmarks print.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+
+import dagster as dg
 
 from offset_pipeline.continuous.checkpoint import CheckpointSettings
 from offset_pipeline.continuous.loop import (
@@ -32,6 +41,70 @@ from offset_pipeline.settings import OffsetSyncsTopic
 from offset_pipeline.sync.spark_translation import untranslated_rows
 from offset_pipeline.sync.translation_step import ReadSettings, TranslationJob
 from offset_pipeline.translation import TranslationStatus
+
+
+# -- the interval cycle ------------------------------------------------------------------------------
+
+
+def offset_sync_assets() -> list:
+    from offset_pipeline.assets import all_assets
+
+    return [a for a in all_assets if set(a.group_names_by_key.values()) == {"offset_sync"}]
+
+
+def resources(bootstraps: dict[str, str], dsn: str, spark_connect_url: str | None) -> dict:
+    """The resources of one interval cycle: a Kafka resource per cluster, ClickHouse at ``dsn``, and
+    Spark (local, or the Spark Connect server at ``spark_connect_url``)."""
+    return {
+        **{name: KafkaClusterResource(cluster_name=name, bootstrap_servers=bs) for name, bs in bootstraps.items()},
+        "clickhouse": ClickHouseResource(dsn=dsn),
+        "spark": SparkResource(connect_url=spark_connect_url) if spark_connect_url else SparkResource(),
+    }
+
+
+def step_seconds(instance: dg.DagsterInstance, run_id: str) -> dict[str, float]:
+    """Step key -> seconds from its start event to its success (or failure) event."""
+    starts, ends = {}, {}
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is None or entry.step_key is None:
+            continue
+        if event.event_type == dg.DagsterEventType.STEP_START:
+            starts[entry.step_key] = entry.timestamp
+        elif event.event_type in (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE):
+            ends[entry.step_key] = entry.timestamp
+    return {k: ends[k] - starts[k] for k in starts if k in ends}
+
+
+def run_window(instance: dg.DagsterInstance, run_id: str) -> float:
+    """Seconds from the run's start event to its success/failure event."""
+    times = {}
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is not None and event.event_type in (
+            dg.DagsterEventType.RUN_START, dg.DagsterEventType.RUN_SUCCESS, dg.DagsterEventType.RUN_FAILURE
+        ):
+            times[event.event_type] = entry.timestamp
+    start = times.get(dg.DagsterEventType.RUN_START)
+    end = times.get(dg.DagsterEventType.RUN_SUCCESS) or times.get(dg.DagsterEventType.RUN_FAILURE)
+    return end - start if start and end else float("nan")
+
+
+def table(headers: list[str], rows: list[list], align: str | None = None) -> str:
+    """A plain-text table: a header row, a rule, then the rows; ``align`` one letter a column
+    (``l`` left, ``r`` right; default: the first left, the rest right)."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    align = align or "l" + "r" * (len(headers) - 1)
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append("  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(row, widths, align)))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+# -- the continuous run ------------------------------------------------------------------------------
 
 
 def spark_runner(spark: SparkResource, log: logging.Logger) -> Callable[[TranslationJob], list[dict]]:
@@ -57,7 +130,7 @@ class BenchContinuousRun:
                  dry_run: bool = False, mirror_writes_headers: bool = True, spark_connect_url: str | None = None,
                  checkpoint_s: float = 30.0, watch=None, run_id: str = "bench-continuous",
                  offset_syncs_topics: tuple[OffsetSyncsTopic, ...] = ()):
-        self.log = logging.getLogger("continuous_run")
+        self.log = logging.getLogger("bench.sync_runs")
         clusters = {name: KafkaClusterResource(cluster_name=name, bootstrap_servers=bs) for name, bs in bootstraps.items()}
         clickhouse = ClickHouseResource(dsn=dsn)
         spark = SparkResource(connect_url=spark_connect_url) if spark_connect_url else SparkResource()

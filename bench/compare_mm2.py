@@ -22,7 +22,7 @@ two partitions each, read on idc1 by consumer groups:
   transform; groups ``.p0``/``.p1`` active on idc1, committed by this project's sync. MM2's own
   checkpoints cannot serve these (they translate only records copied from the group's cluster).
 
-This project's sync runs as the product's continuous run (bench/continuous_run.py), committing,
+This project's sync runs as the product's continuous run (bench/sync_runs.py), committing,
 three of them, each in a process of its own (as Dagster runs one asset per run worker): one behind
 each plain MirrorMaker 2 (``mirror_writes_headers`` off, that MM2's offset-syncs topic read for
 idc1->idc2), one behind MirrorMaker 2 with the transform (origin headers).
@@ -61,13 +61,13 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-from _clusters import ScratchClusters, free_port
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from continuous_run import ProcessContinuousRun
-from mm2.consumer_offsets import OffsetCommitLog
-from mm2.counting import (
+import numpy as np
+
+from bench.clusters import ScratchClusters, free_port
+from bench.mm2.consumer_offsets import OffsetCommitLog
+from bench.mm2.counting import (
     NO_COPY,
     NO_RECORD,
     CommitSeries,
@@ -76,9 +76,9 @@ from mm2.counting import (
     fewest_duplicates,
     staleness_s,
 )
-from mm2.mirrormaker import TUNED, MirrorMaker2, mm2_jars
-from mm2.transform_mirror import start_transform_mirror
-
+from bench.mm2.mirrormaker import TUNED, MirrorMaker2, mm2_jars
+from bench.mm2.transform_mirror import start_transform_mirror
+from bench.sync_runs import ProcessContinuousRun
 from devstack.consumers import ConsumerGroupSpec, GroupRunner, record_id
 from devstack.records import read_partition
 from devstack.traffic import TopicTraffic, TrafficGenerator, ensure_topics

@@ -9,7 +9,7 @@ for other benchmarks over the same world (failover trials)::
     with ScratchClusters() as clusters, ActiveGroups(clusters, workload) as groups:
         ...
 
-Run from ``bench/`` scripts (their folder is on ``sys.path``): ``from _clusters import ...``.
+Imported as ``bench.clusters`` (the repository root is on the venv's path: ``bin/setup``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The soak (issue 14): the real stack, the real Dagster daemon with its real sensors and schedules,
+"""The soak: the real stack, the real Dagster daemon with its real sensors and schedules,
 at 10,000 group-partitions on the default 30-second cadence, for an hour, with faults injected.
 
     bin/soak [--duration-s 3600 --group-partitions 10000 --faults all --out soak-out --seed 7]
@@ -7,7 +7,7 @@ What runs (everything in a temporary folder on free ports, stopped on exit, SIGI
 
 * the dev stack (``DevStack``): two single-node KRaft clusters, the data mirror both ways, the Spark
   Connect server; its own small traffic and consumers are left out;
-* the load (``soak/load.py``, a process): ``_clusters.Workload``'s topics (two-way and one-way), the
+* the load (``soak/load.py``, a process): ``clusters.Workload``'s topics (two-way and one-way), the
   devstack's traffic generator on them, and one member per group committing on its active cluster
   every few seconds, near the log end;
 * ``dagster-daemon run`` (and ``dagster-webserver`` with ``--webserver``) with DAGSTER_HOME in the
@@ -40,20 +40,17 @@ import threading
 import time
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
-sys.path.insert(0, str(BENCH_DIR))
-
-from _clusters import free_port  # noqa: E402
-from soak import faults as fault_mod  # noqa: E402
-from soak import procs, report  # noqa: E402
-from soak.checker import GroupInfo, NoLossChecker  # noqa: E402
-from soak.dagster_procs import DagsterProcesses  # noqa: E402
-from soak.rules import (  # noqa: E402
+from bench.clusters import free_port
+from bench.soak import faults as fault_mod
+from bench.soak import procs, report
+from bench.soak.checker import GroupInfo, NoLossChecker
+from bench.soak.dagster_procs import DagsterProcesses
+from bench.soak.rules import (
     ALL_FAULTS, Cycle, RunSeen, Window, bytes_growth, cycles_to_recover, fault_schedule, instance_peak_slope,
     rss_slope_pct_per_hour,
     run_counts,
 )
+from devstack.paths import REPO_ROOT
 
 SYNC_JOBS = {"interval": "offset_sync_cycle", "continuous": "offset_sync_continuous"}
 
@@ -171,7 +168,7 @@ class Soak:
         os.environ.clear()
         os.environ.update(scratch_env(self.base))
         from devstack.stack import DevStack, StackSettings, plan_topic_shapes
-        from soak.load import workload_from
+        from bench.soak.load import workload_from
 
         self.workload = workload_from(args)
         say(f"work folder {self.base}; {self.workload.group_partitions} group-partitions "
@@ -183,7 +180,7 @@ class Soak:
         bootstraps = self.stack.bootstraps
         run_dir = self.base / "run"
         self.load_status = run_dir / "soak-load.json"
-        cmd = [sys.executable, str(BENCH_DIR / "soak" / "load.py"),
+        cmd = [sys.executable, "-m", "bench.soak.load",
                *(a for n, b in bootstraps.items() for a in ("--bootstrap", f"{n}={b}")),
                "--topics", str(args.topics), "--partitions", str(args.partitions),
                "--groups-per-topic", str(args.groups_per_topic), "--topics-per-group", str(args.topics_per_group),
