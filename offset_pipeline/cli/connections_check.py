@@ -2,7 +2,7 @@
 why and what to fix (a wrong CA, password or SASL mechanism, a wrong security protocol, brokers not
 reachable): one bounded probe per cluster (``kafka_io/connection_probe.py``), both at once.
 
-Exit status: 0 when every cluster answered, 1 when one did not.
+Exit status: :data:`EXIT_CODES` (``--help`` lists them).
 """
 
 from __future__ import annotations
@@ -11,13 +11,20 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 from offset_pipeline.cli.connections import kafka_clusters
+from offset_pipeline.cli.help_text import command_parser
 from offset_pipeline.kafka_io.connection_probe import ProbeResult, probe
 from offset_pipeline.settings import kafka_timeout_s
 
+CONNECTED, NOT_CONNECTED = 0, 1
+EXIT_CODES = {
+    CONNECTED: "every cluster answered",
+    NOT_CONNECTED: "a cluster did not answer (its line says why and what to fix)",
+}
+
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("connections", help="can the sync reach both clusters, and if not, why",
-                                 description=__doc__.split("\n\n")[0])
+    parser = command_parser(commands, "connections", summary="can the sync reach both clusters, and if not, why",
+                            doc=__doc__, codes=EXIT_CODES)
     parser.add_argument("--timeout-s", type=float, default=None,
                         help="per cluster (default OFFSET_PIPELINE_KAFKA_TIMEOUT_S, 10)")
     parser.add_argument("--json", action="store_true", help="JSON instead of text")
@@ -51,4 +58,4 @@ def run(args) -> int:
                           for name, r in results.items()}, indent=2))
     else:
         print(text(results))
-    return 0 if all(r.diagnosis.connected for r in results.values()) else 1
+    return CONNECTED if all(r.diagnosis.connected for r in results.values()) else NOT_CONNECTED

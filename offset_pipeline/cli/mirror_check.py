@@ -7,31 +7,31 @@ sync can prove a loss-free offset on the other: by the origin headers the projec
 the dev mirror) writes on every copy, by plain MirrorMaker 2's offset syncs (one-way topics), or not
 at all, with the reason to act on.
 
-Exit status: 0 when every direction shown has a proof, 1 when one has none, 2 when there is
-nothing to show (no topic).
+Exit status: :data:`~offset_pipeline.mirror_check.rules.EXIT_CODES` (``--help`` lists them).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
 from offset_pipeline.cli.connections import kafka_clusters
+from offset_pipeline.cli.help_text import command_parser, description, exit_status
 from offset_pipeline.mirror_check.probe import ClusterAccess, check_mirrors
-from offset_pipeline.mirror_check.rules import MirrorVerdict, exit_code
+from offset_pipeline.mirror_check.rules import EXIT_CODES, MirrorVerdict, exit_code
 from offset_pipeline.settings import kafka_timeout_s, offset_syncs_topics, parsed_topic_shapes
 
 
 def add_parser(commands) -> None:
     mirror = commands.add_parser("mirror", help="what the mirror between the clusters lets the sync prove",
-                                 description="What the mirror between the clusters lets the sync prove.")
+                                 description=description(__doc__.split("\n\n")[0]),
+                                 epilog=exit_status(EXIT_CODES, "exit status of offset-pipeline mirror check"),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = mirror.add_subparsers(dest="mirror_command", required=True)
-    parser = actions.add_parser("check", help="per topic and direction: origin headers, offset syncs or none, and why",
-                                description="Per topic and direction: which proof the sync can use to move a "
-                                            "group (origin headers, offset syncs, none), and why.",
-                                epilog="Exit status: 0 every direction shown has a proof, 1 one has none, "
-                                       "2 nothing to show.")
-    parser.add_argument("--topic", action="append", dest="topics", help="only this topic (repeatable)")
+    parser = command_parser(actions, "check", summary="per topic and direction: origin headers, offset syncs or none, "
+                            "and why", doc=__doc__, codes=EXIT_CODES)
+    parser.add_argument("--topic", action="append", dest="topics", metavar="TOPIC", help="only this topic (repeatable)")
     parser.add_argument("--records", type=int, default=10,
                         help="newest records read per partition, up to 4 partitions a topic (default 10)")
     parser.add_argument("--timeout-s", type=float, default=None,

@@ -10,8 +10,7 @@ shown, and counts as not ready: the sync is not running.
 
 Figures are plain numbers: ``expected duplicates`` exact, ``duplicates at most`` its upper bound.
 
-Exit status: 0 when every group shown is safe to switch, 1 when one is not, 2 when there is nothing
-to show (no such group, or no row recent enough).
+Exit status: :data:`EXIT_CODES` (``--help`` lists them).
 """
 
 from __future__ import annotations
@@ -21,17 +20,25 @@ import time
 from dataclasses import replace
 
 from offset_pipeline.cli.connections import clickhouse
+from offset_pipeline.cli.help_text import command_parser
 from offset_pipeline.readiness import report
 from offset_pipeline.resources.clickhouse import close_embedded_clients
 from offset_pipeline.storage import mirror_checks, readiness
 
 STALE_ROW = "sync_not_running"
 
+READY, NOT_READY, NOTHING_TO_SHOW = 0, 1, 2
+EXIT_CODES = {
+    READY: "every group shown is safe to switch now",
+    NOT_READY: "a group shown is not safe to switch now (its row says why)",
+    NOTHING_TO_SHOW: "nothing to show: no such group, or no row recent enough (--within-s)",
+}
+
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("readiness", help="is it safe to switch each group to its standby now",
-                                 description=__doc__.split("\n\n")[0])
-    parser.add_argument("--group", action="append", dest="groups", help="only this group (repeatable)")
+    parser = command_parser(commands, "readiness", summary="is it safe to switch each group to its standby now",
+                            doc=__doc__, codes=EXIT_CODES)
+    parser.add_argument("--group", action="append", dest="groups", metavar="GROUP", help="only this group (repeatable)")
     parser.add_argument("--json", action="store_true", help="JSON instead of a table")
     parser.add_argument("--max-row-age-s", type=float, default=120.0,
                         help="a newer row is needed to call a group ready (default 120)")
@@ -84,5 +91,5 @@ def run(args) -> int:
         print(mirror_lines(rows, mirror))
     if not rows:
         print("nothing to show: no such group, or the sync has not written readiness yet", file=sys.stderr)
-        return 2
-    return 0 if all(r.ready for r in rows) else 1
+        return NOTHING_TO_SHOW
+    return READY if all(r.ready for r in rows) else NOT_READY

@@ -18,8 +18,7 @@ with no record lost and, once drained, none read twice.
 5. Commits the new offsets on the target in one call (unless ``--dry-run``), reads them back, and
    prints the report (a table, or ``--json``).
 
-Exit status: 0 done, 1 verification found a lost record (nothing committed), 3 refused, 4 not
-drained in time (nothing committed), 5 a cluster did not answer (nothing committed).
+Exit status: :data:`EXIT_CODES` (``--help`` lists them).
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from offset_pipeline.cli.connections import kafka_clusters
+from offset_pipeline.cli.help_text import command_parser
 from offset_pipeline.kafka_io.group_commits import commit_group_offsets
 from offset_pipeline.kafka_io.group_offsets import GroupFilter, GroupState, read_groups
 from offset_pipeline.kafka_io.record_window import RecordWindow, read_window
@@ -42,7 +42,15 @@ from offset_pipeline.readiness.switch_point import (
 )
 from offset_pipeline.settings import cluster_names, kafka_timeout_s, mirror_writes_headers
 
-REFUSED, NOT_DRAINED, LOST, FAILED = 3, 4, 1, 5
+DONE, LOST, REFUSED, NOT_DRAINED, FAILED = 0, 1, 3, 4, 5
+EXIT_CODES = {
+    DONE: "done: switched, or a dry run that found nothing lost",
+    LOST: "a record below the switch point was never processed, or the commit did not land as planned",
+    REFUSED: "refused, the report says why (members on either cluster, no standby offset yet, no origin "
+             "headers); nothing committed",
+    NOT_DRAINED: "the mirror did not pass the group within --drain-timeout-s (nothing committed)",
+    FAILED: "a cluster did not answer (nothing committed)",
+}
 #: The bound of the probe that explains a failed read (most causes show within a second).
 CONNECTION_PROBE_S = 5.0
 
@@ -51,15 +59,16 @@ def add_parser(commands) -> None:
     """The command's arguments; ``--to`` offers the configured names (a bad ``OFFSET_PIPELINE_CLUSTERS``
     raises ValueError here, named, before anything connects)."""
     names = cluster_names()
-    parser = commands.add_parser("switchover", help="move a stopped group to its other cluster, exactly",
-                                 description=__doc__.split("\n\n")[0])
-    parser.add_argument("--group", required=True)
+    parser = command_parser(commands, "switchover", summary="move a stopped group to its other cluster, exactly",
+                            doc=__doc__, codes=EXIT_CODES)
+    parser.add_argument("--group", required=True, help="the consumer group to move (stopped on its source)")
     parser.add_argument("--to", required=True, dest="target", choices=names, metavar="CLUSTER",
                         help=f"the cluster the group moves to: {' or '.join(names)} (OFFSET_PIPELINE_CLUSTERS)")
-    parser.add_argument("--drain-timeout-s", type=float, default=120.0)
+    parser.add_argument("--drain-timeout-s", type=float, default=120.0,
+                        help="how long to wait for the mirror to pass the group (default 120)")
     parser.add_argument("--window", type=int, default=5000, help="records checked before the switch point")
     parser.add_argument("--dry-run", action="store_true", help="report, commit nothing")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="JSON instead of a table")
     parser.set_defaults(run=run)
 
 
@@ -225,7 +234,7 @@ def _commit(report: Report, target, timeout_s: float) -> tuple[Report, int]:
     offsets = {(p.topic, p.partition): p.switch_point for p in report.partitions}
     if report.dry_run:
         report.outcome, report.detail = "dry run", "nothing committed"
-        return report, 0
+        return report, DONE
     members = read_group_members(target, report.group, timeout_s=timeout_s)
     if members.member_count:  # the group started on the target meanwhile: never write to a live group
         report.outcome, report.detail = "refused", f"{members.member_count} member(s) joined on {report.target} meanwhile"
@@ -240,7 +249,7 @@ def _commit(report: Report, target, timeout_s: float) -> tuple[Report, int]:
     report.outcome = "switched"
     report.detail = (f"start {report.group!r} on {report.target}: {report.lost} lost, {report.duplicates} duplicates "
                      "(verified by record identity)")
-    return report, 0
+    return report, DONE
 
 
 def text(report: Report) -> str:

@@ -238,12 +238,20 @@ def _skipped(counts: OriginCounts) -> str:
             "by the rules")
 
 
+ALL_PROVEN, UNPROVEN, NOTHING_TO_SHOW = 0, 1, 2
+#: ``offset-pipeline mirror check``'s exit codes and what each means (its ``--help`` lists them).
+EXIT_CODES = {
+    ALL_PROVEN: "every direction shown has a proof",
+    UNPROVEN: "a direction shown has no proof (its reason says what to change)",
+    NOTHING_TO_SHOW: "nothing to show: no such topic on either cluster",
+}
+
+
 def exit_code(verdicts: list[MirrorVerdict]) -> int:
-    """As ``readiness``: 0 when every direction shown has a proof, 1 when one has none, 2 when there
-    is nothing to show."""
+    """As ``readiness``: every direction shown has a proof, one has none, or nothing to show."""
     if not verdicts:
-        return 2
-    return 0 if all(v.proof is not Proof.NONE for v in verdicts) else 1
+        return NOTHING_TO_SHOW
+    return ALL_PROVEN if all(v.proof is not Proof.NONE for v in verdicts) else UNPROVEN
 
 
 #: Topics that are never a mirrored workload: Kafka's and Connect's own, MirrorMaker 2's internal
