@@ -31,4 +31,6 @@ every topic shape, active consumer groups), ``sync_runs`` (the product's interva
 run, started from a benchmark), ``floor_reads`` (the floor: the same Kafka lookups by a minimal
 sequential script), ``process_tree_usage`` (CPU-seconds and peak RSS of a process tree);
 ``scale_cycles`` is ``scale_curve``'s child process. ``mm2/`` and ``soak/`` hold the parts of those two.
+``pictures`` draws the pictures of the benchmarks that print only tables, from their summaries in
+bench/results/, and copies every picture to docs/img/results/ for the results pages.
 """
