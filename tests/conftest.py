@@ -266,3 +266,99 @@ def python_topic_name(request) -> str:
 def topic_name(request) -> str:
     """A topic name unique to the test, picked up by the session mirrors."""
     return f"{MIRRORED_PREFIX}{request.node.name[:40].replace('[', '-').rstrip(']')}.{uuid.uuid4().hex[:6]}"
+
+
+# -- topics shared by several folders' tests (their shape: tests/helpers/topics.py) -----------------
+
+
+@pytest.fixture
+def mirrored_topic(kafka_pair, session_mirrors, topic_name):
+    """A two-way topic: both clusters produce, the session mirrors copy both ways. Returns
+    (topic, records per partition on each cluster)."""
+    from tests.helpers.records import log_end
+    from tests.helpers.topics import PARTITIONS
+
+    topic = kafka_pair.create_topic(topic_name, partitions=PARTITIONS)
+    produced = 0
+    for round_ in range(4):  # interleaved, so each side holds copies of the other's records
+        for cluster in ("idc1", "idc2"):
+            producer = Producer({"bootstrap.servers": kafka_pair.bootstrap(cluster), "log_level": 3})
+            for p in range(PARTITIONS):
+                for i in range(5):
+                    producer.produce(topic, value=f"{cluster}-{round_}-{p}-{i}".encode(), partition=p)
+                    produced += 1
+            producer.flush(30)
+    per_partition = produced // PARTITIONS
+    for cluster in ("idc1", "idc2"):
+        for p in range(PARTITIONS):
+            wait_for(lambda: log_end(kafka_pair.bootstrap(cluster), topic, p) >= per_partition, timeout=60,
+                     what=f"mirrored {topic}[{p}] on {cluster}")
+    return topic, per_partition
+
+
+@pytest.fixture
+def one_way_topic(kafka_pair, session_mirrors, topic_name):
+    """A topic produced on idc1 only, copied to idc2 by the session mirror (origin headers): its
+    translation is exact (timestamp search refined by the headers). Returns (topic, records per partition)."""
+    from tests.helpers.records import log_end
+    from tests.helpers.topics import ONE_WAY_RECORDS, PARTITIONS
+
+    topic = kafka_pair.create_topic(topic_name, partitions=PARTITIONS)
+    producer = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc1"), "log_level": 3})
+    for p in range(PARTITIONS):
+        for i in range(ONE_WAY_RECORDS):
+            producer.produce(topic, value=f"{topic}-{p}-{i}".encode(), partition=p)
+    producer.flush(30)
+    def copied(p: int) -> bool:
+        try:
+            return log_end(kafka_pair.bootstrap("idc2"), topic, p) >= ONE_WAY_RECORDS
+        except KafkaException:  # a topic the mirror has just created may have no leader yet
+            return False
+
+    for p in range(PARTITIONS):
+        wait_for(lambda: copied(p), timeout=60, what=f"mirrored {topic}[{p}]")
+    return topic, ONE_WAY_RECORDS
+
+
+@pytest.fixture(scope="module")
+def own_idc2(kafka_jars, tmp_path_factory):
+    """An idc2 of the test module's own, which its tests stop and start (the session's is shared)."""
+    cluster = KafkaCluster(ClusterSpec("idc2", free_port(), free_port(), tmp_path_factory.mktemp("idc2-outage")),
+                           kafka_jars)
+    cluster.start()
+    yield cluster
+    cluster.stop(timeout=THROWAWAY_BROKER_GRACE_S)
+
+
+@pytest.fixture
+def outage_topic(kafka_pair, own_idc2):
+    """A topic produced on the session's idc1, mirrored once (then the mirror stops) to ``own_idc2``:
+    the one-way topic of the outage tests, which stop ``own_idc2`` and start it again."""
+    from tests.helpers.records import log_end
+    from tests.helpers.topics import OUTAGE_RECORDS, PARTITIONS
+
+    topic = f"outage.{uuid.uuid4().hex[:8]}"
+    kafka_pair.create_topic(topic, partitions=PARTITIONS, on=("idc1",))
+    admin = AdminClient({"bootstrap.servers": own_idc2.spec.bootstrap_servers, "log_level": 3})  # alive until done
+    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS)])[topic].result(timeout=30)
+    producer = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc1"), "log_level": 3})
+    for p in range(PARTITIONS):
+        for i in range(OUTAGE_RECORDS):
+            producer.produce(topic, value=f"{p}-{i}".encode(), partition=p)
+    producer.flush(30)
+    stop = threading.Event()
+    mirror = DataMirror(MirrorConfig(
+        kafka_pair.endpoint("idc1"), MirrorEndpoint("idc2", own_idc2.spec.bootstrap_servers),
+        topic_pattern=rf"^{topic.replace('.', '[.]')}$", metadata_refresh_s=0.5, instance=topic,
+    ))
+    thread = threading.Thread(target=mirror.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        for p in range(PARTITIONS):
+            # OUTAGE_RECORDS copies and the mirror's commit marker
+            wait_for(lambda: log_end(own_idc2.spec.bootstrap_servers, topic, p) >= OUTAGE_RECORDS, timeout=90,
+                     what=f"{topic}[{p}] mirrored")
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    return topic

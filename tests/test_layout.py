@@ -1,6 +1,8 @@
 """The package's layout rules (ARCHITECTURE.md), read from the code's own imports: dependencies
 point one way (Dagster layer -> capabilities -> I/O -> rules), no SQL outside storage/, no private
-names imported across modules, the dev harness never imported by the product, a few flat modules."""
+names imported across modules, the dev harness never imported by the product, a few flat modules;
+and the tests' own rule: a test module is imported by nothing (shared helpers live in tests/helpers/,
+shared fixtures in a conftest.py)."""
 
 from __future__ import annotations
 
@@ -112,6 +114,58 @@ def test_no_sql_outside_storage():
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL.search(node.value):
                 wrong.append(f"{path.relative_to(REPO)}:{node.lineno}: SQL text {node.value[:60]!r}")
     assert not wrong, "SQL outside storage/:\n" + "\n".join(wrong)
+
+
+def imported_test_modules(module: str, tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, test module) for every import of a test module (a module of ``tests/`` named ``test_*``):
+    ``import tests.a.test_b``, ``from tests.a.test_b import x``, ``from tests.a import test_b`` and
+    their relative forms."""
+    def is_test_module(name: str) -> bool:
+        parts = name.split(".")
+        return parts[0] == "tests" and len(parts) > 1 and parts[-1].startswith("test_")
+
+    package = module.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names if is_test_module(alias.name)]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            if is_test_module(base):
+                out.append((node.lineno, base))
+            out += [(node.lineno, f"{base}.{a.name}") for a in node.names if is_test_module(f"{base}.{a.name}")]
+    return out
+
+
+@pytest.mark.parametrize("folder", ["tests", "devstack", "bench"])
+def test_no_module_imports_a_test_module(folder):
+    # A helper two test modules share lives in tests/helpers/ and a shared fixture in the nearest
+    # conftest.py: a test module that imports another ties the two (and their fixtures, their
+    # module-scoped brokers) together, so a change to one breaks the other folder's tests.
+    wrong = []
+    for path in sorted((REPO / folder).rglob("*.py")):
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        for line, target in imported_test_modules(module, ast.parse(path.read_text(), filename=str(path))):
+            wrong.append(f"{path.relative_to(REPO)}:{line}: imports {target}")
+    assert not wrong, "test modules imported (move the helper to tests/helpers/, the fixture to a conftest.py):\n" + \
+        "\n".join(wrong)
+
+
+def test_the_test_module_import_check_can_fail():
+    found = imported_test_modules("tests.readiness.test_switchover", ast.parse(
+        "from tests.assets.test_commit_asset import Cycles\n"
+        "import tests.kafka_io.test_standby_group_io\n"
+        "from tests.assets import test_outages, conftest\n"
+        "from .test_readiness_outage import cycle\n"
+        "from tests.helpers.groups import Member\n"
+        "from tests.conftest import wait_for\n"
+        "from tests import helpers\n"
+    ))
+    assert found == [(1, "tests.assets.test_commit_asset"), (2, "tests.kafka_io.test_standby_group_io"),
+                     (3, "tests.assets.test_outages"), (4, "tests.readiness.test_readiness_outage")]
 
 
 @pytest.mark.parametrize("folder", ["offset_pipeline", "devstack", "bench", "tests"])

@@ -27,11 +27,11 @@ from offset_pipeline.resources import CLUSTER_RESOURCE_KEYS
 from offset_pipeline.settings import read_settings, topic_shapes
 from offset_pipeline.storage import dashboards
 from offset_pipeline.sync.commit_rules import parse_commit_log_line
-from tests.assets.test_commit_asset import checks, decision_lines
-from tests.assets.test_translation_asset import log_end, read_values
 from tests.conftest import wait_for
-from tests.kafka_io.test_standby_group_io import Member, committed
-from tests.storage.test_dashboards import check_every_panel
+from tests.helpers.dashboards import check_every_panel
+from tests.helpers.groups import Member, committed
+from tests.helpers.records import log_end, read_values
+from tests.helpers.sync_cycles import checks, decision_lines
 from devstack.grafana_sql import expand
 
 pytestmark = pytest.mark.kafka

@@ -12,9 +12,10 @@ from confluent_kafka import Producer
 from offset_pipeline.assets import metrics as metrics_asset
 from offset_pipeline.assets.metrics import offset_sync_metrics
 from offset_pipeline.storage import metrics
-from tests.assets.test_commit_asset import PARTITIONS, Cycles, mirrored_topic, odd_group  # noqa: F401 - fixture
-from tests.storage.test_dashboards import check_every_panel
-from tests.kafka_io.test_standby_group_io import Member
+from tests.helpers.dashboards import check_every_panel
+from tests.helpers.groups import Member, odd_group
+from tests.helpers.sync_cycles import Cycles
+from tests.helpers.topics import PARTITIONS
 
 pytestmark = pytest.mark.kafka
 

@@ -39,9 +39,9 @@ from offset_pipeline.assets.translation import offset_translations
 from offset_pipeline.kafka_io.offset_syncs import read_offset_syncs
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.translation import offset_syncs_topic
-from tests.assets.test_translation_asset import log_end, read_values
 from tests.conftest import free_port, wait_for
-from tests.kafka_io.test_standby_group_io import Member, committed
+from tests.helpers.groups import Member, committed
+from tests.helpers.records import log_end, read_values
 
 pytestmark = pytest.mark.kafka
 

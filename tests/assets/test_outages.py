@@ -12,97 +12,15 @@ import uuid
 
 import dagster as dg
 import pytest
-from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from offset_pipeline.assets import all_assets
-from devstack.cluster import ClusterSpec, KafkaCluster
-from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
-from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
-from tests.conftest import THROWAWAY_BROKER_GRACE_S, free_port, wait_for
-from tests.kafka_io.test_standby_group_io import Member, committed
-from tests.assets.test_translation_asset import log_end
+from offset_pipeline.resources import ClickHouseResource, SparkResource
+from tests.conftest import free_port, wait_for
+from tests.helpers.groups import Member, committed
+from tests.helpers.outages import cycle, resources, serves
+from tests.helpers.sync_cycles import checks
+from tests.helpers.topics import PARTITIONS
 
 pytestmark = pytest.mark.kafka
-
-SYNC_ASSETS = [
-    a for a in all_assets
-    if isinstance(a, dg.AssetsDefinition) and set(a.group_names_by_key.values()) == {"offset_sync"}
-]
-PARTITIONS, RECORDS = 2, 20
-
-
-@pytest.fixture(scope="module")
-def own_idc2(kafka_jars, tmp_path_factory):
-    """An idc2 of this module's own, which the tests stop and start (the session's is shared)."""
-    cluster = KafkaCluster(ClusterSpec("idc2", free_port(), free_port(), tmp_path_factory.mktemp("idc2-outage")),
-                           kafka_jars)
-    cluster.start()
-    yield cluster
-    cluster.stop(timeout=THROWAWAY_BROKER_GRACE_S)
-
-
-@pytest.fixture
-def one_way_topic(kafka_pair, own_idc2):
-    """A topic produced on the session's idc1, mirrored once (then the mirror stops) to ``own_idc2``."""
-    topic = f"outage.{uuid.uuid4().hex[:8]}"
-    kafka_pair.create_topic(topic, partitions=PARTITIONS, on=("idc1",))
-    admin = AdminClient({"bootstrap.servers": own_idc2.spec.bootstrap_servers, "log_level": 3})  # alive until done
-    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS)])[topic].result(timeout=30)
-    producer = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc1"), "log_level": 3})
-    for p in range(PARTITIONS):
-        for i in range(RECORDS):
-            producer.produce(topic, value=f"{p}-{i}".encode(), partition=p)
-    producer.flush(30)
-    stop = threading.Event()
-    mirror = DataMirror(MirrorConfig(
-        kafka_pair.endpoint("idc1"), MirrorEndpoint("idc2", own_idc2.spec.bootstrap_servers),
-        topic_pattern=rf"^{topic.replace('.', '[.]')}$", metadata_refresh_s=0.5, instance=topic,
-    ))
-    thread = threading.Thread(target=mirror.run, args=(stop,), daemon=True)
-    thread.start()
-    try:
-        for p in range(PARTITIONS):
-            # RECORDS copies and the mirror's commit marker
-            wait_for(lambda: log_end(own_idc2.spec.bootstrap_servers, topic, p) >= RECORDS, timeout=90,
-                     what=f"{topic}[{p}] mirrored")
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-    return topic
-
-
-def resources(chdb_dsn, idc1: str, idc2: str, spark: SparkResource | None = None) -> dict:
-    return {
-        "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=idc1),
-        "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=idc2),
-        "clickhouse": ClickHouseResource(dsn=chdb_dsn),
-        "spark": spark or SparkResource(),
-    }
-
-
-def cycle(res: dict, group: str, topic: str, instance, **translation) -> dg.ExecuteInProcessResult:
-    """One sync cycle (every asset of the offset_sync group, as the sensor's job) for one group;
-    ``translation``: more config of offset_translations."""
-    timeout = {"kafka_timeout_s": 3.0}
-    result = dg.materialize(SYNC_ASSETS, resources=res, instance=instance, run_config={"ops": {
-        "offset_snapshot": {"config": {"group_include": f"^{group}$", **timeout}},
-        "offset_translations": {"config": {"topic_shapes": {topic: "one_way:idc1"}, **timeout, **translation}},
-        "offset_standby_commits": {"config": timeout},
-    }})
-    assert result.success, "a cycle with a part down must still succeed"
-    return result
-
-
-def serves(bootstrap: str, topic: str) -> bool:
-    try:
-        return all(log_end(bootstrap, topic, p) >= RECORDS for p in range(PARTITIONS))
-    except KafkaException:
-        return False
-
-
-def checks(result) -> dict[str, dg.AssetCheckEvaluation]:
-    return {e.check_name: e for e in result.get_asset_check_evaluations()}
 
 
 def rows(res, result, table: str, columns: str) -> dict[int, tuple]:
@@ -112,8 +30,8 @@ def rows(res, result, table: str, columns: str) -> dict[int, tuple]:
     ).result_rows}
 
 
-def test_a_stopped_standby_cluster_costs_no_run_and_the_next_cycle_resumes(kafka_pair, own_idc2, one_way_topic, chdb_dsn):
-    topic, group = one_way_topic, f"outage-{uuid.uuid4().hex[:8]}"
+def test_a_stopped_standby_cluster_costs_no_run_and_the_next_cycle_resumes(kafka_pair, own_idc2, outage_topic, chdb_dsn):
+    topic, group = outage_topic, f"outage-{uuid.uuid4().hex[:8]}"
     b1, b2 = kafka_pair.bootstrap("idc1"), own_idc2.spec.bootstrap_servers
     res, instance = resources(chdb_dsn, b1, b2), dg.DagsterInstance.ephemeral()
     member = Member(b1, group, topic)  # live on idc1: its active cluster
@@ -181,9 +99,9 @@ def silent_listener():
     server.close()
 
 
-def test_a_cluster_that_never_answers_is_unavailable_within_the_timeout(kafka_pair, one_way_topic, chdb_dsn,
+def test_a_cluster_that_never_answers_is_unavailable_within_the_timeout(kafka_pair, outage_topic, chdb_dsn,
                                                                         silent_listener):
-    topic, group = one_way_topic, f"outage-{uuid.uuid4().hex[:8]}"
+    topic, group = outage_topic, f"outage-{uuid.uuid4().hex[:8]}"
     b1 = kafka_pair.bootstrap("idc1")
     res = resources(chdb_dsn, b1, silent_listener)
     member = Member(b1, group, topic)
@@ -202,9 +120,9 @@ def test_a_cluster_that_never_answers_is_unavailable_within_the_timeout(kafka_pa
 
 
 def test_a_spark_connect_server_that_refuses_gives_spark_unavailable_and_local_spark_resumes(
-    kafka_pair, own_idc2, one_way_topic, chdb_dsn,
+    kafka_pair, own_idc2, outage_topic, chdb_dsn,
 ):
-    topic, group = one_way_topic, f"outage-{uuid.uuid4().hex[:8]}"
+    topic, group = outage_topic, f"outage-{uuid.uuid4().hex[:8]}"
     b1, b2 = kafka_pair.bootstrap("idc1"), own_idc2.spec.bootstrap_servers
     instance = dg.DagsterInstance.ephemeral()
     refused = resources(chdb_dsn, b1, b2, SparkResource(connect_url=f"sc://127.0.0.1:{free_port()}",
@@ -230,9 +148,9 @@ def test_a_spark_connect_server_that_refuses_gives_spark_unavailable_and_local_s
 
 
 def test_a_spent_read_budget_defers_partitions_without_commits_and_the_next_cycle_reads_them_first(
-    kafka_pair, own_idc2, one_way_topic, chdb_dsn,
+    kafka_pair, own_idc2, outage_topic, chdb_dsn,
 ):
-    topic, group = one_way_topic, f"outage-{uuid.uuid4().hex[:8]}"
+    topic, group = outage_topic, f"outage-{uuid.uuid4().hex[:8]}"
     b1, b2 = kafka_pair.bootstrap("idc1"), own_idc2.spec.bootstrap_servers
     res, instance = resources(chdb_dsn, b1, b2), dg.DagsterInstance.ephemeral()
     member = Member(b1, group, topic)
@@ -262,9 +180,9 @@ def test_a_spent_read_budget_defers_partitions_without_commits_and_the_next_cycl
 
 
 def test_clickhouse_down_costs_late_rows_not_commits_and_the_rows_arrive_when_it_returns(
-    kafka_pair, own_idc2, one_way_topic, chdb_dsn, tmp_path,
+    kafka_pair, own_idc2, outage_topic, chdb_dsn, tmp_path,
 ):
-    topic, group = one_way_topic, f"outage-{uuid.uuid4().hex[:8]}"
+    topic, group = outage_topic, f"outage-{uuid.uuid4().hex[:8]}"
     b1, b2 = kafka_pair.bootstrap("idc1"), own_idc2.spec.bootstrap_servers
     spool = str(tmp_path / "spool")
     down_res = {**resources(chdb_dsn, b1, b2),

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from devstack.mirrormaker2 import MirrorMaker2, MirrorMaker2Config, MirrorMaker2Keeper
 from devstack.records import StoredRecord, read_partition
@@ -58,6 +58,8 @@ from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, 
 from offset_pipeline.translation.headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER
 
 from tests.conftest import THROWAWAY_BROKER_GRACE_S, KafkaPair, free_port, started_pair, wait_for
+from tests.helpers.groups import Member, committed
+from tests.helpers.sync_cycles import checks
 
 pytestmark = pytest.mark.kafka
 
@@ -197,69 +199,6 @@ def wait_copied(seen: CopiesSeen, produced: dict, what: str, timeout: float = 18
     wait_for(lambda: seen.caught_up(produced), timeout=timeout, what=what)
 
 
-_SETTLING = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE}
-
-
-class Member:
-    """A live member of ``group`` on ``bootstrap`` (the group's active cluster: the sync tells the
-    direction by where the members are), polling in a thread until closed. It commits only what
-    :meth:`commit` is given, as the group's own consumer would after processing the records below."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str):
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                                  "auto.offset.reset": "latest", "log_level": 3, "session.timeout.ms": 30000})
-        self.topic = topic
-        self.lock = threading.Lock()
-        assigned = threading.Event()
-        self.consumer.subscribe([topic], on_assign=lambda c, parts: assigned.set())
-        wait_for(lambda: self.consumer.poll(0.2) is None and assigned.is_set(), timeout=30, what=f"{group} assigned")
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._poll, daemon=True)
-        self.thread.start()
-
-    def _poll(self):
-        while not self.stop.is_set():
-            with self.lock:
-                self.consumer.poll(0.1)
-            time.sleep(0.05)
-
-    def commit(self, offsets: dict[int, int]) -> None:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with self.lock:
-                    self.consumer.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in offsets.items()],
-                                         asynchronous=False)
-                return
-            except KafkaException as exc:
-                code = exc.args[0].code() if exc.args else None
-                if code not in _SETTLING or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-
-    def close(self):
-        self.stop.set()
-        self.thread.join(timeout=10)
-        self.consumer.close()
-
-
-def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    """The group's committed offsets, read by a plain consumer (no project code); asked again while
-    a broker just restarted still loads its groups."""
-    deadline = time.monotonic() + 60
-    while True:
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 3})
-        try:
-            answer = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
-            return {tp.partition: tp.offset for tp in answer if tp.offset >= 0}
-        except KafkaException:
-            if time.monotonic() > deadline:
-                raise
-        finally:
-            consumer.close()
-        time.sleep(0.5)
-
-
 def resources(pair: KafkaPair, chdb_dsn: str) -> dict:
     return {
         "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=pair.bootstrap("idc1")),
@@ -320,10 +259,6 @@ def commit_rows(res: dict, groups: list[str], where: str, count: str = "count()"
         parameters={"g": groups}).result_rows[0][0]
 
 
-def checks(result) -> dict[str, dg.AssetCheckEvaluation]:
-    return {e.check_name: e for e in result.get_asset_check_evaluations()}
-
-
 class Group:
     """A consumer group of the test: live on idc1 (its active cluster), it processed each
     partition's records below the offset it committed there."""
@@ -344,7 +279,7 @@ class Group:
             last = log[int(len(log) * share)] if share is not None else log[len(log) - 1 - keep_last]
             self.committed_at[partition] = last.offset + 1
             self.processed.update(r.value for r in log if r.offset <= last.offset)
-        self.member.commit(self.committed_at)
+        self.member.commit(self.topic, self.committed_at)
 
     def close(self) -> None:
         if not self.member.stop.is_set():

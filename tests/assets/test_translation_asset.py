@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import dagster as dg
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from offset_pipeline.assets.snapshot import offset_snapshot
 from offset_pipeline.assets.translation import offset_translations
@@ -24,59 +24,11 @@ from offset_pipeline.storage.translations import (
 )
 from offset_pipeline.translation import Anchor, TranslationStatus, parse_decision_log_line
 from tests.conftest import wait_for
-from tests.kafka_io.test_standby_group_io import Member
+from tests.helpers.groups import Member
+from tests.helpers.records import log_end, read_values
+from tests.helpers.topics import PARTITIONS
 
 pytestmark = pytest.mark.kafka
-
-PARTITIONS = 2
-
-
-def read_values(bootstrap: str, topic: str, partition: int, end: int) -> dict[int, bytes]:
-    """offset -> value of every record below ``end``."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False, "log_level": 3})
-    consumer.assign([TopicPartition(topic, partition, 0)])
-    out: dict[int, bytes] = {}
-    try:
-        def done():
-            for msg in consumer.consume(500, timeout=0.5):
-                if not msg.error():
-                    out[msg.offset()] = msg.value()
-            return not out or max(out) >= end - 1
-        wait_for(done, timeout=30, what=f"reading {topic}[{partition}] to {end}")
-    finally:
-        consumer.close()
-    return out
-
-
-def log_end(bootstrap: str, topic: str, partition: int) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "x", "log_level": 3})
-    try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)[1]
-    finally:
-        consumer.close()
-
-
-@pytest.fixture
-def mirrored_topic(kafka_pair, session_mirrors, topic_name):
-    """A two-way topic: both clusters produce, the session mirrors copy both ways. Returns
-    (topic, records per partition on each cluster)."""
-    topic = kafka_pair.create_topic(topic_name, partitions=PARTITIONS)
-    produced = 0
-    for round_ in range(4):  # interleaved, so each side holds copies of the other's records
-        for cluster in ("idc1", "idc2"):
-            producer = Producer({"bootstrap.servers": kafka_pair.bootstrap(cluster), "log_level": 3})
-            for p in range(PARTITIONS):
-                for i in range(5):
-                    producer.produce(topic, value=f"{cluster}-{round_}-{p}-{i}".encode(), partition=p)
-                    produced += 1
-            producer.flush(30)
-    per_partition = produced // PARTITIONS
-    for cluster in ("idc1", "idc2"):
-        for p in range(PARTITIONS):
-            wait_for(lambda: log_end(kafka_pair.bootstrap(cluster), topic, p) >= per_partition, timeout=60,
-                     what=f"mirrored {topic}[{p}] on {cluster}")
-    return topic, per_partition
 
 
 def translate_with_member(kafka_pair, chdb_dsn, group: str, topics, commits: dict, topic_shapes: dict,

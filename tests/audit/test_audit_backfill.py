@@ -19,8 +19,8 @@ import pytest
 
 from devstack.paths import REPO_ROOT
 from offset_pipeline.resources import ClickHouseResource, close_embedded_clients
-from tests.audit.test_failover_audit import AuditStack, processed_up_to
-from tests.fast_forward.test_stale_fast_forward import mirrored, produce
+from tests.helpers.audit import AuditStack, processed_up_to
+from tests.helpers.one_partition import mirrored, produce
 
 pytestmark = pytest.mark.kafka
 

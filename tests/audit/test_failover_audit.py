@@ -4,84 +4,23 @@ failover then reads; re-running a day replaces its rows."""
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
-from datetime import datetime, timezone
 
 import dagster as dg
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from offset_pipeline.assets import offset_failover_audit, offset_snapshot, offset_standby_commits, offset_translations
-from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
-from tests.fast_forward.test_stale_fast_forward import log_end, mirrored, produce, read_values
-from tests.kafka_io.test_standby_group_io import Member
+from tests.helpers.audit import AuditStack, processed_up_to
+from tests.helpers.groups import Member
+from tests.helpers.one_partition import log_end, mirrored, produce, read_values
 
 pytestmark = pytest.mark.kafka
-
-
-class AuditStack:
-    def __init__(self, kafka_pair, chdb_dsn, group: str, topic: str):
-        self.group, self.topic = group, topic
-        self.resources = {
-            "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=kafka_pair.bootstrap("idc1")),
-            "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=kafka_pair.bootstrap("idc2")),
-            "clickhouse": ClickHouseResource(dsn=chdb_dsn),
-            "spark": SparkResource(),
-        }
-        self.instance = dg.DagsterInstance.ephemeral()
-
-    @property
-    def client(self):
-        return self.resources["clickhouse"].get_client()
-
-    def cycle(self) -> None:
-        result = dg.materialize(
-            [offset_snapshot, offset_translations, offset_standby_commits], resources=self.resources,
-            instance=self.instance, run_config={"ops": {
-                "offset_snapshot": {"config": {"group_include": f"^{re.escape(self.group)}$"}},
-                "offset_translations": {"config": {"topic_shapes": {self.topic: "two_way"}, "detect_shapes": False}},
-            }},
-        )
-        assert result.success
-
-    def audit(self) -> dg.ExecuteInProcessResult:
-        day = datetime.now(timezone.utc).date().isoformat()
-        result = dg.materialize(
-            [offset_failover_audit], resources=self.resources, instance=self.instance, partition_key=day,
-            run_config={"ops": {"offset_failover_audit": {"config": {
-                "exactly_once_mirror": True, "topic_shapes": {self.topic: "two_way"}}}}},
-            raise_on_error=False,
-        )
-        assert result.success
-        return result
-
-    def rows(self) -> list[dict]:
-        names = ["snapshot_time", "committed", "standby_committed", "standby_end_at", "status", "lost", "duplicated",
-                 "lost_offsets", "duplicated_offsets", "strategy", "reason"]
-        rows = self.client.query(
-            f"SELECT {', '.join(names)} FROM offset_failover_audits WHERE group_id = {{g:String}} ORDER BY snapshot_time",
-            parameters={"g": self.group},
-        ).result_rows
-        return [dict(zip(names, r)) for r in rows]
 
 
 def records(bootstrap: str, topic: str) -> list[tuple[int, str]]:
     """(offset, value) of every real record of partition 0 (read_committed)."""
     return read_values(bootstrap, topic, 0, log_end(bootstrap, topic))
-
-
-def processed_up_to(kafka_pair, stack: "AuditStack", c: int, cycles: int = 2) -> None:
-    """The group, live on idc1, has processed everything below ``c``; ``cycles`` sync cycles run
-    meanwhile; then it stops."""
-    member = Member(kafka_pair.bootstrap("idc1"), stack.group, stack.topic)
-    try:
-        member.commit(stack.topic, {0: c})
-        for _ in range(cycles):
-            stack.cycle()
-    finally:
-        member.close()
 
 
 def commit_as_group(bootstrap: str, group: str, topic: str, offset: int) -> None:

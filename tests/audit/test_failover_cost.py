@@ -20,7 +20,7 @@ from offset_pipeline.audit.failover_cost import (
 )
 from offset_pipeline.translation.headers import CopiedFrom, LocalRecord, parse_origin
 from devstack.two_cluster_model import TwoClusterModel, count_duplicates, count_loss, run_trial
-from tests.translation.test_properties import PROFILE, configs, events
+from tests.helpers.model_trials import PROFILE, configs, events
 
 A, B = "idc1", "idc2"
 SHAPES = {"two_way": Shape.TWO_WAY, "one_way_from_active": Shape.ONE_WAY_FROM_ACTIVE,

@@ -12,23 +12,18 @@ import dagster as dg
 import pytest
 
 from offset_pipeline.assets.continuous import offset_continuous_sync
-from tests.assets.test_outages import (  # noqa: F401 - fixtures
-    PARTITIONS,
-    one_way_topic,
-    own_idc2,
-    resources,
-    serves,
-)
 from tests.conftest import wait_for
-from tests.kafka_io.test_standby_group_io import Member, committed
+from tests.helpers.groups import Member, committed
+from tests.helpers.outages import resources, serves
+from tests.helpers.topics import PARTITIONS
 
 pytestmark = pytest.mark.kafka
 
 RUN_FOR_S = 60
 
 
-def test_a_standby_cluster_down_mid_run_costs_cycles_not_the_run(kafka_pair, own_idc2, one_way_topic, chdb_dsn):
-    topic, group = one_way_topic, f"continuous-outage-{uuid.uuid4().hex[:8]}"
+def test_a_standby_cluster_down_mid_run_costs_cycles_not_the_run(kafka_pair, own_idc2, outage_topic, chdb_dsn):
+    topic, group = outage_topic, f"continuous-outage-{uuid.uuid4().hex[:8]}"
     b1, b2 = kafka_pair.bootstrap("idc1"), own_idc2.spec.bootstrap_servers
     res = resources(chdb_dsn, b1, b2)
     config = {"ops": {"offset_continuous_sync": {"config": {

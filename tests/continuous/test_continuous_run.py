@@ -11,7 +11,6 @@ import uuid
 
 import dagster as dg
 import pytest
-from confluent_kafka import KafkaException, Producer
 
 from offset_pipeline.assets.continuous import offset_continuous_sync
 from offset_pipeline.resources import (
@@ -19,36 +18,15 @@ from offset_pipeline.resources import (
     KafkaClusterResource,
     SparkResource,
 )
-from tests.assets.test_translation_asset import PARTITIONS, log_end, read_values
 from tests.conftest import wait_for
-from tests.storage.test_dashboards import check_every_panel
-from tests.kafka_io.test_standby_group_io import Member, committed
+from tests.helpers.dashboards import check_every_panel
+from tests.helpers.groups import Member, committed
+from tests.helpers.records import read_values
+from tests.helpers.topics import PARTITIONS
 
 pytestmark = pytest.mark.kafka
 
 RUN_FOR_S = 25
-RECORDS = 60  # per partition
-
-
-@pytest.fixture
-def one_way_topic(kafka_pair, session_mirrors, topic_name):
-    """A topic produced on idc1 only, copied to idc2 by the session mirror (origin headers): its
-    translation is exact (timestamp search refined by the headers). Returns (topic, records per partition)."""
-    topic = kafka_pair.create_topic(topic_name, partitions=PARTITIONS)
-    producer = Producer({"bootstrap.servers": kafka_pair.bootstrap("idc1"), "log_level": 3})
-    for p in range(PARTITIONS):
-        for i in range(RECORDS):
-            producer.produce(topic, value=f"{topic}-{p}-{i}".encode(), partition=p)
-    producer.flush(30)
-    def copied(p: int) -> bool:
-        try:
-            return log_end(kafka_pair.bootstrap("idc2"), topic, p) >= RECORDS
-        except KafkaException:  # a topic the mirror has just created may have no leader yet
-            return False
-
-    for p in range(PARTITIONS):
-        wait_for(lambda: copied(p), timeout=60, what=f"mirrored {topic}[{p}]")
-    return topic, RECORDS
 
 
 def run_config(group: str, topic: str) -> dict:

@@ -14,12 +14,12 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Producer
 
 from devstack.mirror import ORIGIN_OFFSET_HEADER, DataMirror, MirrorConfig
 from devstack.records import read_partition
 
 from tests.conftest import KafkaPair, started_pair, wait_for
+from tests.helpers.traffic import SteadyTraffic
 
 pytestmark = pytest.mark.kafka
 
@@ -36,48 +36,6 @@ LONG_OUTAGE_S = TRANSACTION_TIMEOUT_S + 10.0
 def own_pair(kafka_jars, tmp_path_factory):
     with started_pair(kafka_jars, tmp_path_factory.mktemp("recovery")) as pair:
         yield pair
-
-
-class SteadyTraffic:
-    """Records with increasing ids on the source, round-robin over the partitions, until stopped."""
-
-    def __init__(self, bootstrap: str, topic: str, per_second: float = 200.0):
-        self.topic, self.per_second = topic, per_second
-        self.acked: list[int] = []
-        self.failed: list[str] = []
-        self._producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "log_level": 0})
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="traffic", daemon=True)
-
-    def _delivered(self, err, msg):
-        if err is None:
-            self.acked.append(json.loads(msg.value())["id"])
-        else:
-            self.failed.append(str(err))
-
-    def _run(self):
-        i = 0
-        while not self._stop.is_set():
-            for _ in range(10):
-                self._producer.produce(
-                    self.topic, value=json.dumps({"id": i}).encode(), partition=i % PARTITIONS, on_delivery=self._delivered
-                )
-                i += 1
-            self._producer.poll(0)
-            self._stop.wait(10 / self.per_second)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def stop(self):
-        self._stop.set()
-        self._thread.join(timeout=30)
-        assert self._producer.flush(120) == 0, "the source producer could not deliver everything"
-
-    def __exit__(self, *exc):
-        if not self._stop.is_set():
-            self.stop()
 
 
 class MirrorThread:
@@ -138,7 +96,8 @@ def run_faults(pair: KafkaPair, victim: str, outages: list[float], topic: str, i
     )
     caplog.set_level(logging.WARNING, logger="offset_pipeline.mirror")
     resumed_after: list[float] = []
-    with SteadyTraffic(pair.bootstrap("idc1"), topic) as traffic, MirrorThread(config) as mirror:
+    source_traffic = SteadyTraffic(pair.bootstrap("idc1"), topic, per_second=200.0, partitions=PARTITIONS)
+    with source_traffic as traffic, MirrorThread(config) as mirror:
         for kill, outage_s in enumerate(outages):
             before = copies(pair, topic)
             wait_for(lambda: copies(pair, topic) > before + 200, timeout=180, what=f"copies flowing before kill {kill + 1}")

@@ -25,18 +25,17 @@ restart is what a fault cost, never a pass: the copy must still be exact.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 
 from devstack.mirrormaker2 import MirrorMaker2, MirrorMaker2Config, MirrorMaker2Keeper
 from devstack.records import read_partition
 from offset_pipeline.translation.headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER
 
 from tests.conftest import KafkaPair, free_port, started_pair, wait_for
+from tests.helpers.traffic import SteadyTraffic
 
 pytestmark = pytest.mark.kafka
 
@@ -74,47 +73,6 @@ def mm2(own_pair, tmp_path_factory):
         yield keeper
     finally:
         keeper.stop()
-
-
-class SteadyTraffic:
-    """Records ``{"id": i}`` on the source, round-robin over the partitions, until stopped."""
-
-    def __init__(self, bootstrap: str, topic: str, per_second: float = 100.0):
-        self.topic, self.per_second = topic, per_second
-        self.acked: list[int] = []
-        self.failed: list[str] = []
-        self._producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "log_level": 0})
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="mm2-recovery-traffic", daemon=True)
-
-    def _delivered(self, err, msg):
-        if err is None:
-            self.acked.append(json.loads(msg.value())["id"])
-        else:
-            self.failed.append(str(err))
-
-    def _run(self):
-        i = 0
-        while not self._stop.is_set():
-            for _ in range(10):
-                self._producer.produce(self.topic, value=json.dumps({"id": i}).encode(), partition=i % PARTITIONS,
-                                       on_delivery=self._delivered)
-                i += 1
-            self._producer.poll(0)
-            self._stop.wait(10 / self.per_second)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def stop(self):
-        self._stop.set()
-        self._thread.join(timeout=30)
-        assert self._producer.flush(120) == 0, "the source producer could not deliver everything"
-
-    def __exit__(self, *exc):
-        if not self._stop.is_set():
-            self.stop()
 
 
 class CopyCount:
@@ -167,7 +125,7 @@ def run_faults(pair: KafkaPair, keeper: MirrorMaker2Keeper, victim: str, outages
 
     restarts_before = keeper.restarts
     resumed_after: list[float] = []
-    with SteadyTraffic(pair.bootstrap("idc1"), topic) as traffic:
+    with SteadyTraffic(pair.bootstrap("idc1"), topic, per_second=100.0, partitions=PARTITIONS) as traffic:
         for kill, outage_s in enumerate(outages):
             before = copies()
             wait_for(lambda: flowing(before + FLOWING), timeout=180,

@@ -26,9 +26,9 @@ from offset_pipeline.resources import (
     KafkaClusterResource,
     SparkResource,
 )
-from tests.assets.test_outages import SYNC_ASSETS
 from tests.conftest import devstack_env, free_port, wait_for
-from tests.kafka_io.test_standby_group_io import Member, committed
+from tests.helpers.groups import Member, committed
+from tests.helpers.sync_cycles import SYNC_ASSETS
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark_standalone]
 

@@ -16,30 +16,21 @@ import uuid
 
 import dagster as dg
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupState, Producer, TopicPartition
+from confluent_kafka import ConsumerGroupState
 
-from offset_pipeline.assets import (
-    offset_fast_forwards,
-    offset_snapshot,
-    offset_standby_commits,
-    offset_sync_metrics,
-    offset_translations,
-)
 from devstack.mirror import DataMirror, MirrorConfig
 from devstack.mirrormaker2 import mirror_positions_setting
 from offset_pipeline.kafka_io.mirror_positions import read_mirror_positions
-from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.resources.mirrors import MirrorPositionGroup, MirrorsResource
-from offset_pipeline.sensors.stale_partitions import evaluate_stale_tick
 from offset_pipeline.settings import mirror_position_groups
 from tests.conftest import wait_for
-from tests.assets.test_commit_asset import decision_lines
-from tests.storage.test_dashboards import check_every_panel
-from tests.kafka_io.test_standby_group_io import Member
+from tests.helpers.dashboards import check_every_panel
+from tests.helpers.fast_forward import WINDOW_S, StaleStack, fail_over, run_until_requested, skip_message
+from tests.helpers.groups import Member
+from tests.helpers.one_partition import committed, log_end, mirrored, produce, read_values
 
 pytestmark = pytest.mark.kafka
 
-WINDOW_S = 6.0
 CYCLE_S, TICK_S = 4.0, 1.0  # the sync-age test's cadence: a sync cycle every 4 s, a sensor tick every second
 
 
@@ -57,134 +48,6 @@ def default_mirrors() -> MirrorsResource:
         MirrorPositionGroup(source=s, target=t, stored_on=t, group_id=f"offset-pipeline-mirror.{s}-to-{t}")
         for s, t in (("idc1", "idc2"), ("idc2", "idc1"))
     ])
-
-
-class StaleStack:
-    """Sync cycles (with monitoring rows), sensor ticks and fast-forward runs for some groups."""
-
-    def __init__(self, kafka_pair, chdb_dsn, groups: list[str], topics: list[str], mirrors: MirrorsResource,
-                 window_s: float = WINDOW_S):
-        self.kafka_pair, self.window_s = kafka_pair, window_s
-        self.groups, self.topics = groups, topics
-        self.clusters = {
-            name: KafkaClusterResource(cluster_name=name, bootstrap_servers=kafka_pair.bootstrap(name))
-            for name in ("idc1", "idc2")
-        }
-        self.clickhouse = ClickHouseResource(dsn=chdb_dsn)
-        self.mirrors = mirrors
-        self.resources = {**self.clusters, "clickhouse": self.clickhouse, "spark": SparkResource(), "mirrors": mirrors}
-        self.instance = dg.DagsterInstance.ephemeral()
-        self.cursor: str | None = None
-        self.lines: list[str] = []
-
-    @property
-    def client(self):
-        return self.clickhouse.get_client()
-
-    def cycle(self) -> dg.ExecuteInProcessResult:
-        include = "^(" + "|".join(re.escape(g) for g in self.groups) + ")$"
-        with decision_lines() as lines:
-            result = dg.materialize(
-                [offset_snapshot, offset_translations, offset_standby_commits, offset_sync_metrics],
-                resources=self.resources, instance=self.instance,
-                run_config={"ops": {
-                    "offset_snapshot": {"config": {"group_include": include}},
-                    "offset_translations": {"config": {"topic_shapes": {t: "two_way" for t in self.topics},
-                                                       "detect_shapes": False}},
-                }},
-            )
-        self.lines += lines
-        assert result.success
-        return result
-
-    def tick(self):
-        context = dg.build_sensor_context(instance=self.instance, cursor=self.cursor)
-        result = evaluate_stale_tick(context, int(time.time() * 1000), self.clickhouse, self.clusters, self.mirrors,
-                                     window_s=self.window_s)
-        if isinstance(result, dg.SensorResult) and result.cursor is not None:
-            self.cursor = result.cursor
-        return result
-
-    def fast_forward(self, run_config: dict) -> dg.ExecuteInProcessResult:
-        with decision_lines() as lines:
-            result = dg.materialize([offset_fast_forwards], resources=self.resources, instance=self.instance,
-                                    run_config=run_config)
-        self.lines += lines
-        assert result.success
-        return result
-
-    def fast_forward_rows(self, run_id: str) -> dict[tuple[str, int], dict]:
-        names = ["topic", "partition", "outcome", "rejection", "decision", "reason", "committed", "new_offset",
-                 "committed_after", "applied"]
-        rows = self.client.query(
-            f"SELECT {', '.join(names)} FROM offset_fast_forwards WHERE run_id = {{r:String}}",
-            parameters={"r": run_id},
-        ).result_rows
-        return {(r[0], r[1]): dict(zip(names, r)) for r in rows}
-
-    def metric_rows(self, group: str) -> list[dict]:
-        names = ["cycle_time", "synced", "sync_age_s", "strategy", "status", "sync_status", "g"]
-        rows = self.client.query(
-            f"SELECT {', '.join(names)} FROM offset_sync_metrics WHERE group_id = {{g:String}} ORDER BY cycle_time",
-            parameters={"g": group},
-        ).result_rows
-        return [dict(zip(names, r)) for r in rows]
-
-
-def produce(bootstrap: str, topic: str, values: list[str], partition: int = 0) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 3})
-    for value in values:
-        producer.produce(topic, value=value.encode(), partition=partition)
-    assert producer.flush(30) == 0
-
-
-def log_end(bootstrap: str, topic: str, partition: int = 0) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4().hex}", "log_level": 3})
-    try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)[1]
-    finally:
-        consumer.close()
-
-
-def committed(bootstrap: str, group: str, topic: str, partition: int = 0) -> int | None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 3})
-    try:
-        [tp] = consumer.committed([TopicPartition(topic, partition)], timeout=10)
-    finally:
-        consumer.close()
-    return tp.offset if tp.offset >= 0 else None
-
-
-def read_values(bootstrap: str, topic: str, start: int, end: int, partition: int = 0) -> list[tuple[int, str]]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4().hex}", "log_level": 3,
-                         "isolation.level": "read_committed", "enable.auto.commit": False})
-    out = []
-    try:
-        consumer.assign([TopicPartition(topic, partition, start)])
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                if consumer.position([TopicPartition(topic, partition)])[0].offset >= end:
-                    break
-                continue
-            if msg.error() or msg.offset() >= end:
-                break
-            out.append((msg.offset(), msg.value().decode()))
-    finally:
-        consumer.close()
-    return out
-
-
-def mirrored(kafka_pair, topic: str, partition: int = 0) -> None:
-    """Wait until everything of the partition on either cluster has its copy on the other."""
-    def done():
-        a = read_values(kafka_pair.bootstrap("idc1"), topic, 0, log_end(kafka_pair.bootstrap("idc1"), topic, partition),
-                        partition)
-        b = read_values(kafka_pair.bootstrap("idc2"), topic, 0, log_end(kafka_pair.bootstrap("idc2"), topic, partition),
-                        partition)
-        return {v for _, v in a} == {v for _, v in b}
-    wait_for(done, timeout=60, what=f"{topic}[{partition}] mirrored both ways")
 
 
 class DedicatedMirrors:
@@ -228,47 +91,6 @@ class DedicatedMirrors:
         """The ``source``->``target`` mirror's committed position, as the pipeline reads it."""
         conf = {"bootstrap.servers": self.kafka_pair.bootstrap(target), "log_level": 3}
         return read_mirror_positions(conf, self.config(source, target).group_id, [(self.topic, 0)]).get((self.topic, 0))
-
-
-def fail_over(kafka_pair, group: str, topic: str, c: int, new_values: list[str]) -> tuple[list[str], list[str]]:
-    """The group, having processed idc1 below ``c``, resumes on idc2 from its synced offset ``t``
-    after ``new_values`` were produced on idc2. Returns (records of idc2 below ``t`` the group never
-    processed: lost, what the resumed group reads until it has seen every new value)."""
-    idc1, idc2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
-    processed = {v for _, v in read_values(idc1, topic, 0, c)}
-    t = committed(idc2, group, topic)
-    lost = [v for _, v in read_values(idc2, topic, 0, t or 0) if v not in processed]
-    produce(idc2, topic, new_values)
-    resumed = Consumer({"bootstrap.servers": idc2, "group.id": group, "auto.offset.reset": "earliest",
-                        "enable.auto.commit": False, "isolation.level": "read_committed", "log_level": 3})
-    read_again: list[str] = []
-    try:
-        resumed.subscribe([topic])
-        deadline = time.monotonic() + 30
-        while not set(new_values) <= set(read_again) and time.monotonic() < deadline:
-            msg = resumed.poll(0.5)
-            if msg is not None and not msg.error():
-                read_again.append(msg.value().decode())
-    finally:
-        resumed.close()
-    return lost, read_again
-
-
-def skip_message(result) -> str:
-    return result.skip_reason.skip_message if isinstance(result, dg.SensorResult) else result.skip_message
-
-
-def run_until_requested(stack: StaleStack, max_s: float):
-    """Cycles and sensor ticks in turn until the sensor requests runs; returns (requests, skip reasons)."""
-    reasons = []
-    deadline = time.monotonic() + max_s
-    while time.monotonic() < deadline:
-        stack.cycle()
-        result = stack.tick()
-        if isinstance(result, dg.SensorResult) and result.run_requests:
-            return result.run_requests, reasons
-        reasons.append(result.skip_reason.skip_message if isinstance(result, dg.SensorResult) else result.skip_message)
-    raise AssertionError(f"no fast-forward requested within {max_s}s; skip reasons: {reasons[-3:]}")
 
 
 # -- a quiet partition is fast-forwarded, and a failover afterwards loses and repeats nothing ------

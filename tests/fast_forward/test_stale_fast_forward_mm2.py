@@ -30,18 +30,9 @@ from offset_pipeline.kafka_io.connect_offsets import read_connect_offsets
 from offset_pipeline.resources import KafkaClusterResource
 from offset_pipeline.resources.mirrors import MirrorPositionGroup, MirrorPositionsUnreadable, MirrorsResource
 from tests.conftest import free_port, started_pair, wait_for
-from tests.fast_forward.test_stale_fast_forward import (
-    WINDOW_S,
-    StaleStack,
-    committed,
-    fail_over,
-    log_end,
-    produce,
-    read_values,
-    run_until_requested,
-    skip_message,
-)
-from tests.kafka_io.test_standby_group_io import Member
+from tests.helpers.fast_forward import WINDOW_S, StaleStack, fail_over, run_until_requested, skip_message
+from tests.helpers.groups import Member
+from tests.helpers.one_partition import committed, log_end, produce, read_values
 
 pytestmark = pytest.mark.kafka
 

@@ -23,7 +23,7 @@ from offset_pipeline.kafka_io.partition_records import (
 from offset_pipeline.translation.shape import TopicShape
 from offset_pipeline.translation.translate import check_no_loss, translate_partition
 from tests.conftest import wait_for
-from tests.kafka_io.test_partition_records import conf, produce_one_way
+from tests.helpers.fact_reads import conf, produce_one_way
 
 pytestmark = pytest.mark.kafka
 

@@ -26,7 +26,8 @@ from offset_pipeline.translation.result import TranslationStatus
 from offset_pipeline.translation.shape import TopicShape
 from offset_pipeline.translation.safe_bound import safe_standby_bound
 from offset_pipeline.translation.translate import check_no_loss, translate_partition
-from tests.conftest import Transactions, wait_for
+from tests.conftest import wait_for
+from tests.helpers.fact_reads import conf, produce_one_way
 
 pytestmark = pytest.mark.kafka
 
@@ -43,10 +44,6 @@ def produce(bootstrap, topic, values, timestamp=None):
 
 def ident(record: StoredRecord) -> str:
     return json.loads(record.value)["id"]
-
-
-def conf(pair, cluster):
-    return {"bootstrap.servers": pair.bootstrap(cluster)}
 
 
 def snapshot_logs(pair, topic, partition=0) -> PartitionLogs:
@@ -123,24 +120,6 @@ def test_two_way_topic_translations_never_lose(kafka_pair, session_mirrors, topi
     assert all(r.strategy is None or r.strategy.value == "header_anchor" for _, r, _ in results)
     # The group that read everything is translated from the last processed record.
     assert facts[-1].record_at_or_after is None and results[-1][1].translated
-
-
-def produce_one_way(pair, topic) -> int:
-    """Equal-timestamp batches on idc1, each in a transaction (markers), one aborted, one stamped
-    back in time. Returns the number of real records, read back committed from idc1."""
-    transactions = Transactions(pair.bootstrap("idc1"), f"tx-{uuid.uuid4().hex}")
-    base = int(time.time() * 1000) - 3_600_000
-    for batch in range(10):
-        ts = base + 500 if batch == 7 else base + batch * 1000  # batch 7 goes back in time
-
-        def send(producer, batch=batch, ts=ts):
-            for i in range(6):
-                producer.produce(topic, value=json.dumps({"id": f"b{batch}-{i}"}).encode(), partition=0, timestamp=ts)
-
-        transactions.run(send, commit=batch != 4)
-    n = len(read_partition(pair.bootstrap("idc1"), topic, 0))
-    assert n == 54, n  # nine committed batches of six
-    return n
 
 
 def test_one_way_topic_timestamp_search_is_exact_and_never_loses(kafka_pair, session_mirrors, topic_name):

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from offset_pipeline.kafka_io.standby_groups import (
     cluster_unreachable,
@@ -16,7 +14,8 @@ from offset_pipeline.kafka_io.standby_groups import (
 from offset_pipeline.kafka_io.standby_groups import read_live_group_state as read_state_with
 from offset_pipeline.kafka_io.group_commits import commit_group_offsets as commit_with
 from offset_pipeline.resources import KafkaClusterResource
-from tests.conftest import free_port, wait_for
+from tests.conftest import free_port
+from tests.helpers.groups import Member, committed
 
 pytestmark = pytest.mark.kafka
 
@@ -53,63 +52,6 @@ def idc1(kafka_pair) -> KafkaClusterResource:
 @pytest.fixture
 def topic(kafka_pair) -> str:
     return kafka_pair.create_topic(f"io.{uuid.uuid4().hex[:8]}", partitions=2, on=("idc1",))
-
-
-def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    """An independent read of the group's committed offsets (a plain consumer, no project code)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 3})
-    try:
-        answer = consumer.committed([TopicPartition(topic, p) for p in (0, 1)], timeout=10)
-        return {tp.partition: tp.offset for tp in answer if tp.offset >= 0}
-    finally:
-        consumer.close()
-
-
-_SETTLING = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE}
-
-
-class Member:
-    """A live member of ``group`` on the cluster, polling in a thread until closed. It commits only
-    what :meth:`commit` is given (as the group's own consumer would)."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str | list[str]):
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                                  "auto.offset.reset": "latest", "log_level": 3, "session.timeout.ms": 30000})
-        self.lock = threading.Lock()
-        assigned = threading.Event()
-        topics = [topic] if isinstance(topic, str) else list(topic)
-        self.consumer.subscribe(topics, on_assign=lambda c, parts: assigned.set())
-        wait_for(lambda: self.consumer.poll(0.2) is None and assigned.is_set(), timeout=30, what="assignment")
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._poll, daemon=True)
-        self.thread.start()
-
-    def _poll(self):
-        while not self.stop.is_set():
-            with self.lock:
-                self.consumer.poll(0.1)
-            time.sleep(0.05)
-
-    def commit(self, topic: str, offsets: dict[int, int]) -> None:
-        """One synchronous commit; retried while the group coordinator is still loading (the first
-        commit on a cluster started moments ago can be refused with COORDINATOR_LOAD_IN_PROGRESS)."""
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with self.lock:
-                    self.consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
-                                         asynchronous=False)
-                return
-            except KafkaException as exc:
-                code = exc.args[0].code() if exc.args else None
-                if code not in _SETTLING or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-
-    def close(self):
-        self.stop.set()
-        self.thread.join(timeout=10)
-        self.consumer.close()
 
 
 def test_an_absent_group_reads_as_no_members_and_no_offsets(idc1, topic, read_live_group_state, commit_group_offsets):

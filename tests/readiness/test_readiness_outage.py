@@ -17,16 +17,10 @@ from offset_pipeline.cli import main
 from offset_pipeline.readiness import report
 from offset_pipeline.resources.clickhouse import close_embedded_clients
 from offset_pipeline.storage import dashboards, readiness
-from tests.assets.test_outages import (  # noqa: F401 - fixtures
-    PARTITIONS,
-    cycle,
-    one_way_topic,
-    own_idc2,
-    resources,
-    serves,
-)
 from tests.conftest import wait_for
-from tests.kafka_io.test_standby_group_io import Member, committed
+from tests.helpers.groups import Member, committed
+from tests.helpers.outages import cycle, resources, serves
+from tests.helpers.topics import PARTITIONS
 
 pytestmark = pytest.mark.kafka
 
@@ -44,9 +38,9 @@ def metadata_table(result) -> list[list[str]]:
     return [[c.strip() for c in line.strip("|").split(" | ")] for line in markdown.splitlines() if line.startswith("|")]
 
 
-def test_after_an_outage_and_its_recovery_readiness_shows_the_present(kafka_pair, own_idc2, one_way_topic, chdb_dsn,
+def test_after_an_outage_and_its_recovery_readiness_shows_the_present(kafka_pair, own_idc2, outage_topic, chdb_dsn,
                                                                       monkeypatch, capsys):
-    topic, group = one_way_topic, f"readiness-outage-{uuid.uuid4().hex[:8]}"
+    topic, group = outage_topic, f"readiness-outage-{uuid.uuid4().hex[:8]}"
     b1, b2 = kafka_pair.bootstrap("idc1"), own_idc2.spec.bootstrap_servers
     res = resources(chdb_dsn, b1, b2)
     active, standby = res["idc1"].cluster_name, res["idc2"].cluster_name

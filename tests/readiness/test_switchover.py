@@ -12,10 +12,10 @@ import pytest
 from offset_pipeline.cli import main
 from offset_pipeline.cli.switchover import REFUSED, switchover
 from offset_pipeline.resources import KafkaClusterResource
-from tests.assets.test_commit_asset import Cycles
-from tests.assets.test_translation_asset import PARTITIONS, mirrored_topic, read_values  # noqa: F401 - fixture
-from tests.continuous.test_continuous_run import one_way_topic  # noqa: F401 - fixture
-from tests.kafka_io.test_standby_group_io import Member, committed
+from tests.helpers.groups import Member, committed
+from tests.helpers.records import read_values
+from tests.helpers.sync_cycles import Cycles
+from tests.helpers.topics import PARTITIONS
 
 pytestmark = pytest.mark.kafka
 

@@ -51,8 +51,7 @@ from offset_pipeline.definitions import (
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.run_targets import FAST_FORWARD_JOB, SYNC_JOB
 from offset_pipeline.settings import read_settings
-from tests.assets.test_commit_asset import decision_lines
-from tests.secure.test_secure_sync import (
+from tests.helpers.secure_sync import (
     CLUSTERS,
     GROUPS,
     PARTITIONS,
@@ -64,6 +63,7 @@ from tests.secure.test_secure_sync import (
     mirrored_one_way,
     sync_environment,
 )
+from tests.helpers.sync_cycles import decision_lines
 
 pytestmark = pytest.mark.kafka
 

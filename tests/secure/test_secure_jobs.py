@@ -39,7 +39,7 @@ from offset_pipeline.kafka_io.mirror_positions import read_mirror_positions
 from offset_pipeline.sensors.stale_partitions import stale_partition_sensor
 from offset_pipeline.settings import read_settings
 from tests.conftest import wait_for
-from tests.secure.test_secure_sync import (
+from tests.helpers.secure_sync import (
     CLUSTERS,
     GROUPS,
     PARTITIONS,

@@ -30,8 +30,7 @@ from confluent_kafka.admin import (
 from devstack.secure_cluster import SYNC_USER
 from offset_pipeline.definitions import build_resources
 from offset_pipeline.settings import read_settings
-from tests.assets.test_outages import SYNC_ASSETS
-from tests.secure.test_secure_sync import (
+from tests.helpers.secure_sync import (
     COMMITTED,
     GROUPS,
     PARTITIONS,
@@ -42,6 +41,7 @@ from tests.secure.test_secure_sync import (
     mirrored_one_way,
     sync_environment,
 )
+from tests.helpers.sync_cycles import SYNC_ASSETS
 
 pytestmark = pytest.mark.kafka
 

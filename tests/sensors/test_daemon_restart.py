@@ -12,12 +12,10 @@ within a few cycles: the sync resumed by itself.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -26,14 +24,14 @@ from confluent_kafka import Producer
 from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
 from devstack.paths import REPO_ROOT
 from tests.conftest import started_pair, wait_for
-from tests.kafka_io.test_standby_group_io import Member, committed
+from tests.helpers.dagster_daemon import Daemon
+from tests.helpers.groups import Member, committed
 
 pytestmark = pytest.mark.kafka
 
 TOPIC, GROUP = "orders.restart", "payments-restart"
 INTERVAL_S = 10
 SYNC_JOB = "offset_sync_cycle"
-DAEMON = str(Path(sys.executable).parent / "dagster-daemon")
 
 
 @pytest.fixture
@@ -47,32 +45,6 @@ def produce(bootstrap: str, count: int) -> None:
     for i in range(count):
         producer.produce(TOPIC, value=f"r{i}".encode(), partition=0)
     assert producer.flush(30) == 0
-
-
-class Daemon:
-    def __init__(self, env: dict[str, str], log_path: Path):
-        self.env, self.log_path, self.proc = env, log_path, None
-
-    def start(self) -> None:
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen([DAEMON, "run", "-w", "workspace.yaml"], cwd=REPO_ROOT, env=self.env,
-                                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
-
-    def terminate(self, timeout: float = 90) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=timeout)
-
-    def kill_group(self) -> None:
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(timeout=30)
-
-    def tail(self) -> str:
-        return self.log_path.read_text(errors="replace")[-4000:] if self.log_path.exists() else ""
 
 
 def sync_runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:

@@ -41,9 +41,9 @@ from devstack.postgres import LocalPostgres, connection_url
 from offset_pipeline.definitions import latest_complete_day
 from offset_pipeline.run_targets import AUDIT_JOB, FAST_FORWARD_JOB, SYNC_JOB
 from tests.conftest import started_pair, wait_for
-from tests.fast_forward.test_stale_fast_forward import committed, log_end, produce
-from tests.kafka_io.test_standby_group_io import Member
-from tests.sensors.test_daemon_restart import Daemon
+from tests.helpers.dagster_daemon import Daemon
+from tests.helpers.groups import Member
+from tests.helpers.one_partition import committed, log_end, produce
 
 pytestmark = pytest.mark.kafka
 

@@ -15,7 +15,7 @@ from offset_pipeline.kafka_io.cluster_client import ClusterClient
 from offset_pipeline.kafka_io.group_io import IsolatedGroupIO
 from offset_pipeline.resources import KafkaClusterResource
 from tests.conftest import free_port
-from tests.kafka_io.test_standby_group_io import committed
+from tests.helpers.groups import committed
 
 CYCLE = CycleContext(snapshot_id="s", cycle_time_ms=1_000, dry_run=False, timeout_s=3.0)
 

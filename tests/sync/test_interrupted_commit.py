@@ -16,20 +16,16 @@ import dagster as dg
 import pytest
 from confluent_kafka import Producer
 
-from offset_pipeline.assets import all_assets
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.resources.clickhouse import close_embedded_clients
 from tests.conftest import wait_for
-from tests.kafka_io.test_standby_group_io import Member, committed
-from tests.assets.test_translation_asset import log_end
+from tests.helpers.groups import Member, committed
+from tests.helpers.records import log_end
+from tests.helpers.sync_cycles import SYNC_ASSETS
 
 pytestmark = pytest.mark.kafka
 
 GROUPS, RECORDS = 24, 40
-SYNC_ASSETS = [
-    a for a in all_assets
-    if isinstance(a, dg.AssetsDefinition) and set(a.group_names_by_key.values()) == {"offset_sync"}
-]
 
 # The run worker: one sync cycle, groups committed one after another (parallel_groups=1), the first
 # group's commit real and then the worker held before the next group's, so the kill lands between two
@@ -38,6 +34,7 @@ SYNC_ASSETS = [
 WORKER = """
 import sys, time, dagster as dg
 import offset_pipeline.sync.commit_cycle as commit_cycle
+from tests.helpers.sync_cycles import SYNC_ASSETS
 from tests.sync.test_interrupted_commit import cycle_config, resources_for
 real_commit_group, done = commit_cycle.commit_group, []
 def commit_group_then_hold(*args, **kwargs):
@@ -48,8 +45,7 @@ def commit_group_then_hold(*args, **kwargs):
     return outcome
 commit_cycle.commit_group = commit_group_then_hold
 b1, b2, dsn, prefix, topic = sys.argv[1:6]
-result = dg.materialize(__import__("tests.sync.test_interrupted_commit", fromlist=["SYNC_ASSETS"]).SYNC_ASSETS,
-                        resources=resources_for(b1, b2, dsn), run_config=cycle_config(prefix, topic))
+result = dg.materialize(SYNC_ASSETS, resources=resources_for(b1, b2, dsn), run_config=cycle_config(prefix, topic))
 print("finished", result.success, flush=True)
 """
 

@@ -30,7 +30,7 @@ from offset_pipeline.translation import (
     translate_partition,
 )
 from devstack.two_cluster_model import SHAPES, Trial, TrialConfig, TwoClusterModel, count_loss
-from tests.translation.test_properties import PROFILE
+from tests.helpers.model_trials import PROFILE
 
 A, B = "idc1", "idc2"
 ONE_WAY = TopicShape.one_way(A)

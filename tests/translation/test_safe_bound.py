@@ -28,8 +28,8 @@ from offset_pipeline.translation import (
     safe_standby_bound,
     translate_partition,
 )
-from devstack.two_cluster_model import TwoClusterModel, count_loss, without_identities
-from tests.translation.test_properties import PROFILE, configs, events, header_less_safe, run_trial
+from devstack.two_cluster_model import TwoClusterModel, count_loss, run_trial, without_identities
+from tests.helpers.model_trials import PROFILE, configs, events, header_less_safe
 
 A, B = "idc1", "idc2"
 ONE_WAY = TopicShape.one_way(A)
