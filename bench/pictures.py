@@ -67,15 +67,21 @@ def freshness(folder: Path) -> Path:
 _MM2_ROW = re.compile(r"^(MirrorMaker 2|offset_pipeline)\s+(.+?)\s+(\d+)s\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+(\d+)\s+")
 
 
-def compare_mm2(folder: Path) -> Path:
+def compare_mm2_rows(text: str) -> list[tuple[str, int, float]]:
+    """(system and setting, lost, mean duplicates per failover) of each row of the first table."""
     rows = []
-    for line in (folder / "output.txt").read_text().splitlines():
+    for line in text.splitlines():
         if line.startswith("by timestamp pattern"):
             break  # the first table only: one row per system and setting
         match = _MM2_ROW.match(line)
         if match:
             system, setting = match.group(1), match.group(2)
             rows.append((f"{system}\n{setting}", int(match.group(6)), float(match.group(7))))
+    return rows
+
+
+def compare_mm2(folder: Path) -> Path:
+    rows = compare_mm2_rows((folder / "output.txt").read_text())
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 4.8))
     names = [r[0] for r in rows]
@@ -117,15 +123,21 @@ def failover_trials(folder: Path) -> Path:
 _THROUGHPUT_ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\d+)\s+([\d.]+)%\s+(\d+)\.\.(\d+)\s")
 
 
-def transform_throughput(folder: Path) -> Path:
+def throughput_rows(text: str) -> list[tuple[str, int, float, int, int]]:
+    """(variant, median steady records/s, % of none, lowest, highest run) of the first medians table."""
     rows = []
-    for line in (folder / "summary.txt").read_text().splitlines():
+    for line in text.splitlines():
         match = _THROUGHPUT_ROW.match(line)
         if match:
             rows.append((match.group(1), int(match.group(3)), float(match.group(4)),
                          int(match.group(5)), int(match.group(6))))
         elif rows and line.startswith("target"):
             break  # the first medians table: the latest run's
+    return rows
+
+
+def transform_throughput(folder: Path) -> Path:
+    rows = throughput_rows((folder / "summary.txt").read_text())
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     xs = range(len(rows))
@@ -150,12 +162,18 @@ def transform_throughput(folder: Path) -> Path:
 _UPKEEP_ROW = re.compile(r"^(offset_\w+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)%")
 
 
-def storage(folder: Path) -> Path:
+def upkeep_rows(text: str) -> list[tuple[str, float, float, int]]:
+    """(table, bytes per row before, after, % smaller) of each table's row."""
     rows = []
-    for line in (folder / "upkeep-effect.txt").read_text().splitlines():
+    for line in text.splitlines():
         match = _UPKEEP_ROW.match(line)
         if match:
             rows.append((match.group(1), float(match.group(4)), float(match.group(6)), int(match.group(7))))
+    return rows
+
+
+def storage(folder: Path) -> Path:
+    rows = upkeep_rows((folder / "upkeep-effect.txt").read_text())
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.2))
     xs = range(len(rows))
