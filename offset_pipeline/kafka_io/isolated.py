@@ -4,7 +4,7 @@ reads, never the run.
 Why: librdkafka (2.16, the newest) can abort the whole process on an internal assertion when admin
 requests time out while a broker is down or restarting (``rd_kafka_enq_once_del_source_return:
 Assertion `eonce->refcnt > 0' failed``; confluentinc/librdkafka#4605, open). The soak
-(bench/soak.py) saw four sync runs in a row die with SIGABRT in the snapshot step after a broker was
+(docs/results/soak.md) saw four sync runs in a row die with SIGABRT in the snapshot step after a broker was
 killed and started again: every group's cycle lost to one broker. In a child, such an abort is a
 named reason on that cluster's rows (``cluster_unavailable``) and the run goes on.
 

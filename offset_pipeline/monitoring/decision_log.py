@@ -13,7 +13,7 @@ assets log one summary event per step instead; every decision is also stored in 
 Routine decisions (a translated offset without a warning, a commit forward or an unchanged standby:
 nearly every line of a healthy cycle) are logged at DEBUG, the rest at INFO. At 10,000
 group-partitions the routine lines were ~3.8 MB of compute log per 30-s cycle, 11 GB a day in
-``DAGSTER_HOME`` (bench/soak.py), so by default only the INFO ones are written, as MirrorMaker 2's
+``DAGSTER_HOME`` (the soak, docs/results/soak.md), so by default only the INFO ones are written, as MirrorMaker 2's
 ``OffsetSyncStore`` keeps its per-offset lines at DEBUG/TRACE. ``OFFSET_PIPELINE_DECISION_LOG=all``
 writes every line (``notable``, the default: INFO only); a level set on the logger by a deployment's
 own logging configuration wins over both.

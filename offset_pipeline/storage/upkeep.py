@@ -2,7 +2,7 @@
 promptly. Every ``ensure_table``/``ensure_tables`` calls :func:`ensure_upkeep` on its tables.
 
 Codecs (measured on the rows of a real 10,000 group-partition run, ``bench/clickhouse_bytes.py``,
-``bench/results/clickhouse-bytes-2026-11-25/``: the tables took 70 % fewer bytes):
+docs/results/storage.md: the tables took 70 % fewer bytes):
 
 * offsets and times (``Int64``, ``DateTime64``, nullable or not): ``Delta, ZSTD(1)``. Rows are
   sorted by group-partition, then time, so neighbours differ by little; about 3.5x smaller than the

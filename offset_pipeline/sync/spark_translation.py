@@ -296,7 +296,7 @@ def translate_groups(
     one ``mapInArrow`` over the task rows: no shuffle. The rows were grouped by key and spread over
     the tasks on the driver, which holds them anyway: the repartition by key this replaced cost the
     JVM 0.7 to 1.2 CPU-s of a 10,000-row cycle and 1.5 to 3.2 of a 100,000-row one to move rows that
-    only Python reads (``bench/results/scale-curve-2026-11-27-packed/spark_transfer_experiment.*``).
+    only Python reads (measured alternated without Kafka, 2026-11-27; docs/results/scale-curve.md).
     A payload cell is opaque to Spark, but nothing queries it there: the results are collected whole.
 
     ``read_until`` (epoch seconds): no Kafka partition is read after it; the rest are
