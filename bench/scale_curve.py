@@ -202,8 +202,6 @@ def main(argv: list[str] | None = None) -> int:
                         help='JSON: more config per op, e.g. \'{"offset_standby_commits": {"parallel_groups": 32}}\'')
     parser.add_argument("--spark-conf", default="",
                         help="comma list of Spark settings for the cycles, e.g. spark.sql.shuffle.partitions=8")
-    parser.add_argument("--gc-freeze", action="store_true",
-                        help="experiment: gc.freeze() before each measured cycle, gc.unfreeze() after it")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "results" / "scale-curve")
     parser.add_argument("--replot", type=Path, help="only draw the PNG (and print the table) of this scale_curve.json")
     args = parser.parse_args(argv)
@@ -214,7 +212,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     EXTRA_SPEC["op_config"] = json.loads(args.op_config)
-    EXTRA_SPEC["gc_freeze"] = args.gc_freeze
     EXTRA_SPEC["spark_conf"] = dict(kv.split("=", 1) for kv in args.spark_conf.split(",") if kv.strip())
     if any(EXTRA_SPEC.values()):
         print(f"settings beyond the defaults: {EXTRA_SPEC}", flush=True)

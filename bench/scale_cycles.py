@@ -8,8 +8,7 @@ SPEC: ``bootstraps`` (cluster -> bootstrap), ``dsn`` (chdb), ``master`` (``local
 brokers, whose CPU per cycle is reported apart, never in the CPU figure), ``decisions_log``,
 ``read_threads``, ``read_batch_partitions`` (optional: the translation's settings),
 ``profile_driver`` (optional: a path; one more cycle, under cProfile and left out of the figures, is written there),
-``op_config`` (optional: op -> more config), ``spark_conf`` (optional: Spark settings), ``gc_freeze``
-(optional: ``gc.freeze()`` around each cycle, an experiment), ``floor`` (optional: ``partitions``, the
+``op_config`` (optional: op -> more config), ``spark_conf`` (optional: Spark settings), ``floor`` (optional: ``partitions``, the
 ``floor_reads.FloorPartition`` fields of each, ``groups`` and ``ranged``, ``run_lookup_floor``'s
 arguments: the floor is measured right before each measured cycle, outside its time and CPU).
 
@@ -160,15 +159,9 @@ def main(spec_path: str, out_path: str) -> int:
 
             profile = cProfile.Profile()
             profile.enable()
-        if spec.get("gc_freeze"):
-            import gc
-
-            gc.freeze()  # what lived before the cycle is left out of its collections
         with PeakRss(tree) as peak:
             result = dg.materialize(assets, resources=res, run_config=run_config, instance=instance,
                                     raise_on_error=False)
-        if spec.get("gc_freeze"):
-            gc.unfreeze()
         if profile is not None:
             import io
             import pstats
