@@ -28,6 +28,7 @@ from devstack.jars import fetch_jars
 from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
 from devstack.mirrormaker2 import MirrorMaker2, MirrorMaker2Config, MirrorMaker2Keeper
 from devstack.paths import jars_dir
+from tests.helpers.local_spark import stop_local_spark
 
 # The session mirrors copy only topics with this prefix, so tests that run a mirror of their own
 # (restarts, failures) use other names and never race the shared one.
@@ -203,18 +204,7 @@ def kafka_pair(kafka_jars, tmp_path_factory) -> KafkaPair:
             from offset_pipeline.kafka_io.partition_records import CONSUMERS
 
             CONSUMERS.close()
-            _stop_local_spark()
-
-
-def _stop_local_spark() -> None:
-    import sys
-
-    if "pyspark" not in sys.modules:
-        return
-    from pyspark import SparkContext
-
-    if SparkContext._active_spark_context is not None:
-        SparkContext._active_spark_context.stop()
+            stop_local_spark()
 
 
 @pytest.fixture(scope="session")

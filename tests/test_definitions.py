@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import dagster as dg
 import pytest
 
@@ -14,6 +9,7 @@ from offset_pipeline.definitions import build_resources, defs
 from devstack.paths import REPO_ROOT
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.settings import data_dir, default_clickhouse_dsn, mirror_position_groups, read_settings, stale_window_s
+from tests.helpers.settings_checks import lookup, validate_definitions
 
 RESOURCE_KEYS = {"idc1", "idc2", "clickhouse", "spark", "mirrors"}
 
@@ -76,24 +72,10 @@ def test_a_run_whose_worker_died_is_ended_by_dagsters_run_monitoring(tmp_path):
     assert "dagster/max_runtime" not in defs.resolve_job_def("offset_failover_audit_job").tags  # a day's audit may take long
 
 
-def _validate_cli(env_overrides: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFSET_PIPELINE_")}
-    env.update(env_overrides, DAGSTER_HOME=str(tmp_path))
-    dagster = Path(sys.executable).with_name("dagster")
-    return subprocess.run(
-        [str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 def test_dagster_cli_validates_the_workspace_with_sasl_but_no_password_set(tmp_path):
     # SASL configured while the password variable is absent must still load (runs would then fail
     # at connect time, which is where the missing secret belongs).
-    done = _validate_cli(
+    done = validate_definitions(
         {"OFFSET_PIPELINE_IDC1_SECURITY_PROTOCOL": "SASL_SSL", "OFFSET_PIPELINE_IDC1_SASL_USERNAME": "sync"},
         tmp_path,
     )
@@ -102,7 +84,7 @@ def test_dagster_cli_validates_the_workspace_with_sasl_but_no_password_set(tmp_p
 
 
 def test_dagster_cli_rejects_a_bad_security_protocol(tmp_path):
-    done = _validate_cli({"OFFSET_PIPELINE_IDC2_SECURITY_PROTOCOL": "TLS"}, tmp_path)
+    done = validate_definitions({"OFFSET_PIPELINE_IDC2_SECURITY_PROTOCOL": "TLS"}, tmp_path)
     assert done.returncode != 0
     assert "Unknown Kafka security_protocol 'TLS'" in done.stdout + done.stderr
 
@@ -143,16 +125,9 @@ SETTINGS_CASES = [
 ]
 
 
-def _lookup(settings, path: str):
-    value = settings
-    for part in path.split("."):
-        value = value[part] if isinstance(value, dict) else getattr(value, part)
-    return value
-
-
 @pytest.mark.parametrize("env, path, expected", SETTINGS_CASES)
 def test_read_settings(env, path, expected):
-    assert _lookup(read_settings(env), path) == expected
+    assert lookup(read_settings(env), path) == expected
 
 
 def test_default_data_dir_is_in_the_repo_devstack():

@@ -6,15 +6,11 @@ them. The names are what the mirror writes in the ``IDC`` header: any other is a
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from devstack.paths import REPO_ROOT
 from offset_pipeline.cli import main as cli_main
 from offset_pipeline.definitions import build_resources
 from offset_pipeline.resources import CLUSTER_RESOURCE_KEYS
@@ -38,6 +34,7 @@ from offset_pipeline.translation.headers import (
     parse_origin_general,
 )
 from offset_pipeline.translation.result import TranslationStatus
+from tests.helpers.settings_checks import lookup, validate_definitions
 
 NAMED = {"OFFSET_PIPELINE_CLUSTERS": "us-east,dc-a", "OFFSET_PIPELINE_US_EAST_BOOTSTRAP": "kafka-use:9092",
          "OFFSET_PIPELINE_DC_A_BOOTSTRAP": "kafka-dca:9092"}
@@ -142,16 +139,9 @@ NAMED_SETTINGS_CASES = [
 ]
 
 
-def _lookup(settings, path: str):
-    value = settings
-    for part in path.split("."):
-        value = value[part] if isinstance(value, dict) else getattr(value, part)
-    return value
-
-
 @pytest.mark.parametrize(("env", "path", "expected"), NAMED_SETTINGS_CASES)
 def test_read_settings_under_configured_names(env, path, expected):
-    assert _lookup(read_settings(env), path) == expected
+    assert lookup(read_settings(env), path) == expected
 
 
 def test_the_clusters_come_in_the_configured_order():
@@ -313,21 +303,13 @@ def test_the_commands_say_what_is_wrong_with_the_names_without_a_traceback(monke
     assert message in err and "Traceback" not in err
 
 
-def _validate(env_overrides: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFSET_PIPELINE_")}
-    env.update(env_overrides, DAGSTER_HOME=str(tmp_path))
-    dagster = Path(sys.executable).with_name("dagster")
-    return subprocess.run([str(dagster), "definitions", "validate", "-w", "workspace.yaml"], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
-
-
 def test_the_code_location_loads_under_configured_names_and_refuses_bad_ones(tmp_path):
-    done = _validate({**NAMED, "OFFSET_PIPELINE_TOPIC_SHAPES": "orders=one_way:us-east"}, tmp_path)
+    done = validate_definitions({**NAMED, "OFFSET_PIPELINE_TOPIC_SHAPES": "orders=one_way:us-east"}, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    bad = _validate({**NAMED, "OFFSET_PIPELINE_CLUSTERS": "us-east,us_east"}, tmp_path)
+    bad = validate_definitions({**NAMED, "OFFSET_PIPELINE_CLUSTERS": "us-east,us_east"}, tmp_path)
     assert bad.returncode != 0
     assert "OFFSET_PIPELINE_CLUSTERS='us-east,us_east'" in bad.stdout + bad.stderr
-    stale_shape = _validate({**NAMED, "OFFSET_PIPELINE_TOPIC_SHAPES": "orders=one_way:idc1"}, tmp_path)
+    stale_shape = validate_definitions({**NAMED, "OFFSET_PIPELINE_TOPIC_SHAPES": "orders=one_way:idc1"}, tmp_path)
     assert stale_shape.returncode != 0
     assert "'idc1' is not a configured cluster" in stale_shape.stdout + stale_shape.stderr
 

@@ -9,10 +9,10 @@ import uuid
 
 import dagster as dg
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 
 from tests.helpers.audit import AuditStack, processed_up_to
-from tests.helpers.groups import Member
+from tests.helpers.groups import Member, commit_as_group
 from tests.helpers.one_partition import log_end, mirrored, produce, read_values
 
 pytestmark = pytest.mark.kafka
@@ -21,15 +21,6 @@ pytestmark = pytest.mark.kafka
 def records(bootstrap: str, topic: str) -> list[tuple[int, str]]:
     """(offset, value) of every real record of partition 0 (read_committed)."""
     return read_values(bootstrap, topic, 0, log_end(bootstrap, topic))
-
-
-def commit_as_group(bootstrap: str, group: str, topic: str, offset: int) -> None:
-    """A commit by hand on a group without members (as an operator would with kafka-consumer-groups)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "log_level": 3})
-    try:
-        consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
-    finally:
-        consumer.close()
 
 
 @pytest.fixture

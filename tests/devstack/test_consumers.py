@@ -22,6 +22,7 @@ from devstack.consumers import (
 )
 from devstack.traffic import TopicTraffic, TrafficGenerator, default_plan, ensure_topics
 from tests.conftest import stopped_by_sigterm, wait_for
+from tests.helpers.pairs import bootstraps
 
 pytestmark = pytest.mark.kafka
 
@@ -29,10 +30,6 @@ OTHER = {"idc1": "idc2", "idc2": "idc1"}
 # Records per stream: 4 transactions of 10 on the transactional topic, so each of its streams
 # aborts at least one (the generator keeps aborts within one of k * abort_ratio = 1).
 N = 40
-
-
-def bootstraps(pair):
-    return {name: pair.bootstrap(name) for name in ("idc1", "idc2")}
 
 
 def partitions_of(plan, topics):

@@ -19,8 +19,8 @@ from devstack.failover_trials import (
     summarize,
 )
 from devstack.traffic import TopicTraffic, TrafficGenerator, ensure_topics
-from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from tests.conftest import MIRRORED_PREFIX
+from tests.helpers.pairs import resources
 
 pytestmark = pytest.mark.kafka
 
@@ -56,15 +56,6 @@ def traffic(kafka_pair, session_mirrors):
     stop.set()
     thread.join(timeout=60)
     generator.close()
-
-
-def resources(bootstraps, chdb_dsn):
-    return {
-        "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=bootstraps["idc1"]),
-        "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=bootstraps["idc2"]),
-        "clickhouse": ClickHouseResource(dsn=chdb_dsn),
-        "spark": SparkResource(),
-    }
 
 
 def test_a_round_of_failovers_loses_nothing(traffic, chdb_dsn, tmp_path):

@@ -43,11 +43,13 @@ from devstack.mirrormaker2 import PROBE_TOPIC, MirrorMaker2, MirrorMaker2Config,
 from devstack.records import read_partition
 from devstack.traffic import TopicTraffic, TrafficGenerator, ensure_topics
 from offset_pipeline.kafka_io.partition_records import CONSUMERS
-from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.translation.headers import LOCAL, CopiedFrom, parse_origin
 from offset_pipeline.translation.result import TranslationStatus
 
 from tests.conftest import KafkaPair, free_port, started_pair, wait_for
+from tests.helpers import pairs
+from tests.helpers.local_spark import stop_local_spark
+from tests.helpers.pairs import resources
 
 pytestmark = pytest.mark.kafka
 
@@ -74,15 +76,11 @@ PLAN = trial_plan()
 SHAPES = {t.name: "two_way" if t.two_way else f"one_way:{t.producers_on[0]}" for t in PLAN}
 
 
-def bootstraps_of(pair: KafkaPair) -> dict[str, str]:
-    return {name: pair.bootstrap(name) for name in CLUSTERS}
-
-
 @pytest.fixture(scope="module")
 def own_pair(kafka_jars, tmp_path_factory):
     with started_pair(kafka_jars, tmp_path_factory.mktemp("mm2-trials-clusters")) as pair:
         try:
-            ensure_topics(PLAN + (TopicTraffic(PROBE_TOPIC, 1, CLUSTERS, "increasing"),), bootstraps_of(pair))
+            ensure_topics(PLAN + (TopicTraffic(PROBE_TOPIC, 1, CLUSTERS, "increasing"),), pairs.bootstraps(pair))
             for name in CLUSTERS:  # a just-created topic can be unknown to a new client for a moment
                 wait_for(lambda: probe_topic_readable(pair.bootstrap(name)), timeout=60,
                          what=f"{PROBE_TOPIC} readable on {name}")
@@ -93,17 +91,6 @@ def own_pair(kafka_jars, tmp_path_factory):
             # of the session. Spark starts again for the next test that needs it.
             CONSUMERS.close()
             stop_local_spark()
-
-
-def stop_local_spark() -> None:
-    import sys
-
-    if "pyspark" not in sys.modules:
-        return
-    from pyspark import SparkContext
-
-    if SparkContext._active_spark_context is not None:
-        SparkContext._active_spark_context.stop()
 
 
 def probe_topic_readable(bootstrap: str) -> bool:
@@ -137,7 +124,7 @@ def mm2(own_pair, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def traffic(own_pair, mm2):
-    bootstraps = bootstraps_of(own_pair)
+    bootstraps = pairs.bootstraps(own_pair)
     stop = threading.Event()
     generator = TrafficGenerator(PLAN, bootstraps, seed=5)
     thread = threading.Thread(target=generator.run, args=(stop,), daemon=True, name="mm2-trials-traffic")
@@ -167,15 +154,6 @@ class Supervisor:
         self.mirror.stop(grace_s=10.0)
         self.mirror.start(timeout_s=180)
         self.restarts += 1
-
-
-def resources(bootstraps, chdb_dsn):
-    return {
-        "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=bootstraps["idc1"]),
-        "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=bootstraps["idc2"]),
-        "clickhouse": ClickHouseResource(dsn=chdb_dsn),
-        "spark": SparkResource(),
-    }
 
 
 def run_round(bootstraps, chdb_dsn, work_dir, *, count, seed, prefix, stop_range_s, supervisor, before_cycle=None):

@@ -27,6 +27,7 @@ from offset_pipeline.sync.spark_translation import (
 from offset_pipeline.translation import TranslationStatus
 
 from tests.conftest import free_port, wait_for
+from tests.helpers.pairs import log_end
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark_connect]
 
@@ -60,11 +61,6 @@ def connect_session(spark_connect_server):
     finally:
         # get_spark_session marked this process as a Connect client; later tests use local Spark.
         os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-
-
-def log_end(pair, cluster, topic, partition):
-    (r,) = read_partition_ranges(pair.admin(cluster), cluster, [(topic, partition)])
-    return r.log_end
 
 
 def test_translate_groups_over_spark_connect_equals_the_same_work_in_process(

@@ -20,7 +20,6 @@ from devstack.liveness import pid_alive
 from devstack.paths import executor_python_dir
 from devstack.spark_standalone import SparkStandalone
 from devstack.stack import DevStack, StackSettings
-from offset_pipeline.kafka_io.group_offsets import read_partition_ranges
 from offset_pipeline.resources import (
     ClickHouseResource,
     KafkaClusterResource,
@@ -28,6 +27,7 @@ from offset_pipeline.resources import (
 )
 from tests.conftest import devstack_env, free_port, wait_for
 from tests.helpers.groups import Member, committed
+from tests.helpers.pairs import log_end
 from tests.helpers.sync_cycles import SYNC_ASSETS
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark_standalone]
@@ -100,11 +100,6 @@ result = dg.materialize(assets, resources=res, run_config={"ops": {
 context = spark.spark_session.sparkContext
 print(json.dumps({"success": result.success, "master": context.master, "app": context.applicationId}))
 """
-
-
-def log_end(pair, cluster, topic, partition):
-    (r,) = read_partition_ranges(pair.admin(cluster), cluster, [(topic, partition)])
-    return r.log_end
 
 
 def test_a_sync_cycle_on_the_standalone_cluster_commits_what_local_spark_commits(

@@ -24,15 +24,12 @@ from devstack.traffic import (
 )
 
 from tests.conftest import stopped_by_sigterm, wait_for
+from tests.helpers.pairs import bootstraps
 
 pytestmark = pytest.mark.kafka
 
 SEED = 7
 N = 40  # records per stream
-
-
-def bootstraps(pair):
-    return {name: pair.bootstrap(name) for name in ("idc1", "idc2")}
 
 
 def topic_of(plan, suffix):

@@ -23,7 +23,7 @@ from confluent_kafka import Producer
 
 from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
 from devstack.paths import REPO_ROOT
-from tests.conftest import started_pair, wait_for
+from tests.conftest import wait_for
 from tests.helpers.dagster_daemon import Daemon
 from tests.helpers.groups import Member, committed
 
@@ -32,12 +32,6 @@ pytestmark = pytest.mark.kafka
 TOPIC, GROUP = "orders.restart", "payments-restart"
 INTERVAL_S = 10
 SYNC_JOB = "offset_sync_cycle"
-
-
-@pytest.fixture
-def own_pair(kafka_jars, tmp_path):
-    with started_pair(kafka_jars, tmp_path) as pair:
-        yield pair
 
 
 def produce(bootstrap: str, count: int) -> None:

@@ -40,7 +40,7 @@ from devstack.paths import REPO_ROOT
 from devstack.postgres import LocalPostgres, connection_url
 from offset_pipeline.definitions import latest_complete_day
 from offset_pipeline.run_targets import AUDIT_JOB, FAST_FORWARD_JOB, SYNC_JOB
-from tests.conftest import started_pair, wait_for
+from tests.conftest import wait_for
 from tests.helpers.dagster_daemon import Daemon
 from tests.helpers.groups import Member
 from tests.helpers.one_partition import committed, log_end, produce
@@ -51,12 +51,6 @@ PREFIX = "pgstore."
 SYNCED_TOPIC, SYNCED_GROUP = f"{PREFIX}orders", "payments-on-postgres"
 QUIET_TOPIC, QUIET_GROUP = f"{PREFIX}quiet", "quiet-on-postgres"
 SCHEDULE = "offset_failover_audit_schedule"
-
-
-@pytest.fixture
-def own_pair(kafka_jars, tmp_path):
-    with started_pair(kafka_jars, tmp_path) as pair:
-        yield pair
 
 
 @pytest.fixture

@@ -41,6 +41,7 @@ from offset_pipeline.translation import (
     translate_partition,
 )
 from tests.conftest import free_port, wait_for
+from tests.helpers.groups import commit_as_group
 
 pytestmark = pytest.mark.kafka
 
@@ -61,15 +62,6 @@ def log_range(bootstrap: str, topic: str) -> tuple[int, int]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "offset-sync-commit-ranges", "log_level": 3})
     try:
         return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)
-    finally:
-        consumer.close()
-
-
-def commit_active(bootstrap: str, group: str, topic: str, offset: int) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                         "log_level": 3})
-    try:
-        consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
     finally:
         consumer.close()
 
@@ -106,7 +98,7 @@ def test_the_sync_commits_behind_plain_mirror_maker_2(kafka_pair, tmp_path):
 
         produce(source, topic, range(20, 40))
         wait_for(lambda: copied(40), timeout=120, what="MirrorMaker 2 copying 20 more")
-        commit_active(source, group, topic, 30)  # the group read 30 records on the active cluster
+        commit_as_group(source, group, topic, 30)  # the group read 30 records on the active cluster
 
         # cycle 2, in the snapshot's order: committed offset, log ranges; then the pairs and the facts
         c = 30
