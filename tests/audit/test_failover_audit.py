@@ -13,7 +13,8 @@ from confluent_kafka import Consumer
 
 from tests.helpers.audit import AuditStack, processed_up_to
 from tests.helpers.groups import Member, commit_as_group
-from tests.helpers.one_partition import log_end, mirrored, produce, read_values
+from tests.helpers.one_partition import mirrored, produce, read_values
+from tests.helpers.records import log_end
 
 pytestmark = pytest.mark.kafka
 

@@ -27,7 +27,8 @@ from tests.conftest import wait_for
 from tests.helpers.dashboards import check_every_panel
 from tests.helpers.fast_forward import WINDOW_S, StaleStack, fail_over, run_until_requested, skip_message
 from tests.helpers.groups import Member
-from tests.helpers.one_partition import committed, log_end, mirrored, produce, read_values
+from tests.helpers.one_partition import committed, mirrored, produce, read_values
+from tests.helpers.records import log_end
 
 pytestmark = pytest.mark.kafka
 

@@ -32,7 +32,8 @@ from offset_pipeline.resources.mirrors import MirrorPositionGroup, MirrorPositio
 from tests.conftest import free_port, started_pair, wait_for
 from tests.helpers.fast_forward import WINDOW_S, StaleStack, fail_over, run_until_requested, skip_message
 from tests.helpers.groups import Member
-from tests.helpers.one_partition import committed, log_end, produce, read_values
+from tests.helpers.one_partition import committed, produce, read_values
+from tests.helpers.records import log_end
 
 pytestmark = pytest.mark.kafka
 

@@ -1,5 +1,6 @@
 """Reads and writes of one partition (partition 0 unless told), values as text, with plain clients:
-what the stale-partition, audit and Dagster-on-Postgres tests produce, read back and compare."""
+what the stale-partition, audit and Dagster-on-Postgres tests produce, read back and compare (its log
+end: records.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import uuid
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.conftest import wait_for
+from tests.helpers.records import log_end
 
 
 def produce(bootstrap: str, topic: str, values: list[str], partition: int = 0) -> None:
@@ -16,14 +18,6 @@ def produce(bootstrap: str, topic: str, values: list[str], partition: int = 0) -
     for value in values:
         producer.produce(topic, value=value.encode(), partition=partition)
     assert producer.flush(30) == 0
-
-
-def log_end(bootstrap: str, topic: str, partition: int = 0) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4().hex}", "log_level": 3})
-    try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)[1]
-    finally:
-        consumer.close()
 
 
 def committed(bootstrap: str, group: str, topic: str, partition: int = 0) -> int | None:

@@ -27,7 +27,8 @@ def read_values(bootstrap: str, topic: str, partition: int, end: int) -> dict[in
     return out
 
 
-def log_end(bootstrap: str, topic: str, partition: int) -> int:
+def log_end(bootstrap: str, topic: str, partition: int = 0) -> int:
+    """The partition's log end (its high watermark, read from the broker, not from a cache)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "x", "log_level": 3})
     try:
         return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)[1]

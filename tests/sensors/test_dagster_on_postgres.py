@@ -43,7 +43,8 @@ from offset_pipeline.run_targets import AUDIT_JOB, FAST_FORWARD_JOB, SYNC_JOB
 from tests.conftest import wait_for
 from tests.helpers.dagster_daemon import Daemon
 from tests.helpers.groups import Member
-from tests.helpers.one_partition import committed, log_end, produce
+from tests.helpers.one_partition import committed, produce
+from tests.helpers.records import log_end
 
 pytestmark = pytest.mark.kafka
 
