@@ -142,7 +142,7 @@ def test_members_on_both_clusters_are_a_split_brain_and_nothing_is_written(kafka
         assert sorted(rows) == list(range(PARTITIONS))
         for r in rows.values():
             assert (r["decision"], r["applied"], r["active"], r["standby"]) == ("split_brain", False, "", ""), r
-        # the monitoring shows it, in the Grafana status table too (tests/storage/test_dashboards.py)
+        # the monitoring shows it, in the Grafana status table too (check_every_panel, below)
         status = cycles.client.query(
             "SELECT DISTINCT sync_status FROM offset_sync_metrics WHERE group_id = {g:String}", parameters={"g": group},
         ).result_rows

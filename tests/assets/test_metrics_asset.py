@@ -72,7 +72,7 @@ def test_dry_run_then_synced_cycles_give_d_dd_and_statuses(kafka_pair, chdb_dsn,
     assert meta["convergence"].value.startswith("![convergence](data:image/png;base64,")
     assert sum(meta[f"partitions_{s}"].value for s in ("InSync", "Mirroring")) == PARTITIONS
 
-    # Every Grafana panel's SQL on these rows (tests/storage/test_dashboards.py)
+    # Every Grafana panel's SQL on these rows (tests/helpers/dashboards.py)
     panels = check_every_panel(client, group, topic)
     (status_row,) = panels["Status per group and topic (newest cycle)"]
     assert status_row[:4] == (group, topic, "idc1", "idc2") and status_row[4] in ("InSync", "Mirroring")
