@@ -30,7 +30,7 @@ import pytest
 from devstack.paths import REPO_ROOT
 from tests.conftest import devstack_env, free_port
 from tests.devstack.stack_census import STOP_WITHIN_S, Proc, read_proc, stack_processes, survivors, wait_for_survivors
-from tests.ui.conftest import DagsterUI, artifacts_dir, interruptible, wait_until_loaded
+from tests.helpers.dagster_ui import DagsterUI, artifacts_dir, interruptible, wait_until_loaded
 
 pytestmark = pytest.mark.kafka
 
@@ -61,8 +61,9 @@ def wait_for_a_sync_run(ui: DagsterUI, proc: subprocess.Popen, timeout: float = 
 
 
 def interruptible_terminal() -> None:
-    """In the child before exec: the stop signals at their defaults (see tests/ui/conftest.interruptible),
-    and the pseudo-terminal on stdin as the new session's controlling terminal, as in a terminal window."""
+    """In the child before exec: the stop signals at their defaults (``interruptible``, from
+    tests/helpers/dagster_ui.py), and the pseudo-terminal on stdin as the new session's controlling
+    terminal, as in a terminal window."""
     interruptible()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 

@@ -16,6 +16,7 @@ stays free to change without breaking another folder's tests.
   fast_forward.py    sync cycles, stale-partition sensor ticks and fast-forward runs in order
   audit.py           sync cycles and the failover audit on one group
   dagster_daemon.py  the real ``dagster-daemon`` in a process of its own
+  dagster_ui.py      ``dagster dev`` of bin/up as the browser and clean-stop tests drive it
   fact_reads.py      inputs of the translation-fact reads: client configs, a transactional one-way log
   model_trials.py    hypothesis generators for trials of the two-cluster model
   local_spark.py     local Spark stopped in this process once a test's brokers are gone

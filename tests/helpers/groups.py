@@ -88,7 +88,8 @@ class Member:
 def commit_as_group(bootstrap: str, group: str, topic: str, offset: int) -> None:
     """A commit by hand on partition 0 for a group without members (as an operator would with
     kafka-consumer-groups, or the group's own consumer after reading up to ``offset``)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "log_level": 3})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "log_level": 3})
     try:
         consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
     finally:

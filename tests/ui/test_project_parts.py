@@ -12,8 +12,8 @@ import pytest
 
 from devstack.paths import REPO_ROOT
 from tests.conftest import free_port
+from tests.helpers.dagster_ui import DagsterUI, artifacts_dir, interruptible, stop_process_group, wait_until_loaded
 from tests.ui import reduced_location
-from tests.ui.conftest import DagsterUI, artifacts_dir, interruptible, stop_process_group, wait_until_loaded
 from tests.ui.dagster_pages import parts_missing_from_ui
 from tests.ui.project_parts import PROJECT, parts_of_definitions
 

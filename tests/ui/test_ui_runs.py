@@ -13,7 +13,7 @@ import pytest
 
 from devstack.consumers import default_groups
 from offset_pipeline.monitoring.metric_rules import STATUS_ORDER
-from tests.ui.conftest import artifacts_dir
+from tests.helpers.dagster_ui import artifacts_dir
 from tests.ui.dagster_pages import (
     backfill_outcome_shown,
     launch_backfill_from_ui,
