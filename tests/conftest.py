@@ -170,6 +170,16 @@ def chdb_dsn(tmp_path):
     close_embedded_clients()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def pooled_consumers_closed_after_each_module():
+    """Read consumers pooled by kafka_io (in this process) for the clusters a module started and
+    stopped would otherwise keep reconnecting to them, and logging it, to the end of the run."""
+    yield
+    from offset_pipeline.kafka_io.partition_records import CONSUMERS
+
+    CONSUMERS.close()
+
+
 @pytest.fixture(scope="session")
 def kafka_jars() -> Path:
     return fetch_jars(jars_dir())
