@@ -54,7 +54,7 @@ from tests.helpers.secure_sync import (
 pytestmark = pytest.mark.kafka
 
 PRINCIPAL = f"User:{SYNC_USER}"
-README = Path(__file__).resolve().parents[2] / "README.md"
+SECURITY_PAGE = Path(__file__).resolve().parents[2] / "docs" / "operating" / "security.md"
 STALE_WINDOW_S = 4
 
 
@@ -320,9 +320,9 @@ def test_the_continuous_mode_as_the_sync_principal_commits_and_writes_checkpoint
     assert snapshots >= 2
 
 
-def test_the_readme_gives_the_fast_forward_and_audit_rights_as_kafka_acls_commands():
+def test_the_security_page_gives_the_fast_forward_and_audit_rights_as_kafka_acls_commands():
     """The commands of "The fast-forward's and the audit's rights" are the rights these tests grant."""
-    section = README.read_text().split("### The fast-forward's and the audit's rights", 1)[1].split("\n### ", 1)[0]
+    section = SECURITY_PAGE.read_text().split("### The fast-forward's and the audit's rights", 1)[1].split("\n### ", 1)[0]
     listed = [line for line in section.splitlines() if line.startswith("kafka-acls.sh")]
     assert listed == (kafka_acls_commands(PRINCIPAL, fast_forward_rights("orders.", "orders-"))
                       + kafka_acls_commands(PRINCIPAL, audit_rights("orders.")))

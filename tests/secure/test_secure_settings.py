@@ -1,6 +1,6 @@
 """The settings of a secure cluster, without a broker: the CA reaches every client config, secrets stay
-out of reprs, the secure broker has no way in without TLS and SCRAM, and the README's
-``kafka-acls.sh`` commands are the rights the harness grants (tests/secure/test_secure_sync.py
+out of reprs, the secure broker has no way in without TLS and SCRAM, and the ``kafka-acls.sh``
+commands of docs/operating/security.md are the rights the harness grants (tests/secure/test_secure_sync.py
 proves those rights enough on real brokers)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from offset_pipeline.cli.connections import kafka_clusters
 from offset_pipeline.definitions import build_resources
 from offset_pipeline.settings import read_settings
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SECURITY_PAGE = Path(__file__).resolve().parents[2] / "docs" / "operating" / "security.md"
 SECURE = {
     "OFFSET_PIPELINE_IDC1_SECURITY_PROTOCOL": "SASL_SSL",
     "OFFSET_PIPELINE_IDC1_SASL_MECHANISM": "SCRAM-SHA-512",
@@ -73,9 +73,9 @@ def test_the_secure_broker_listens_only_with_tls_and_authorizes_every_request():
     assert props["super.users"] == "User:admin;User:CN=broker-idc1"
 
 
-def test_the_readme_gives_the_sync_rights_as_kafka_acls_commands():
-    readme = README.read_text()
+def test_the_security_page_gives_the_sync_rights_as_kafka_acls_commands():
+    page = SECURITY_PAGE.read_text()
     commands = kafka_acls_commands("User:sync", sync_rights("orders.", "orders-"))
     assert len(commands) == 3
     for command in commands:
-        assert command in readme, f"README lacks: {command}"
+        assert command in page, f"docs/operating/security.md lacks: {command}"
