@@ -16,10 +16,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 THIS_FILE = Path(__file__).resolve().relative_to(REPO).as_posix()
 
-#: Files still allowed to hold such pointers until they are rewritten. README.md is rewritten last,
-#: from the docs pages; empty this set then, so README.md is checked like every other file.
-EXCLUDED_UNTIL_README_REWRITE: frozenset[str] = frozenset({"README.md"})
-
 OUTSIDE_POINTERS = (
     ("a path outside the repository", re.compile(re.escape("../shared"))),
     ("a path outside the repository", re.compile(re.escape("/work/shared"))),
@@ -71,7 +67,7 @@ def test_no_tracked_file_points_outside_the_repository_or_to_a_tracker_number():
     assert files, "git ls-files listed nothing: not a git checkout?"
     wrong = []
     for name in files:
-        if name == THIS_FILE or name in EXCLUDED_UNTIL_README_REWRITE:
+        if name == THIS_FILE:
             continue
         path = REPO / name
         if not path.is_file():  # tracked but removed in this working tree (a rename in progress)
