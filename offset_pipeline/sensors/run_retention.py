@@ -8,7 +8,6 @@ totals since the sensor started).
 """
 
 import json
-import os
 import time
 
 import dagster as dg
@@ -17,13 +16,14 @@ from offset_pipeline.housekeeping.run_retention import (
     apply_run_retention,
     run_retention,
 )
+from offset_pipeline.settings import positive_number
 
 # Read at load: a bad value fails the code location, not a tick an hour later.
 RUN_RETENTION = run_retention()
 
 
 def retention_interval_s() -> int:
-    return int(os.environ.get("OFFSET_PIPELINE_RUN_RETENTION_INTERVAL_S", "600"))
+    return positive_number(None, "OFFSET_PIPELINE_RUN_RETENTION_INTERVAL_S", 600, whole=True)
 
 
 def evaluate_retention_tick(context: dg.SensorEvaluationContext, now_s: float, policy=RUN_RETENTION) -> dg.SkipReason:

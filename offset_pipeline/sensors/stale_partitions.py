@@ -33,7 +33,6 @@ with their reason; every rejection (up to ``LOGGED_REJECTIONS``) is also logged,
 import dataclasses
 import hashlib
 import json
-import os
 import time
 from collections import Counter, defaultdict
 
@@ -51,7 +50,7 @@ from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource
 from offset_pipeline.resources.mirrors import MirrorsResource
 from offset_pipeline.run_targets import FAST_FORWARD_JOB, SYNC_CONCURRENCY_TAG
 from offset_pipeline.sensors.sync_cadence import IN_FLIGHT, MODE, sync_interval_s
-from offset_pipeline.settings import checkpoint_s, kafka_timeout_s, stale_window_s
+from offset_pipeline.settings import checkpoint_s, kafka_timeout_s, positive_number, stale_window_s
 from offset_pipeline.storage import snapshots
 from offset_pipeline.storage.stale_history import read_stale_history
 
@@ -207,7 +206,7 @@ def evaluate_stale_tick(context, now_ms: int, clickhouse: ClickHouseResource, cl
 def stale_sensor_interval_s() -> int:
     """``OFFSET_PIPELINE_STALE_SENSOR_INTERVAL_S`` (default 10): ticks between cycles see a window end
     sooner (a tick without a new snapshot only reads the partitions waiting for their window)."""
-    return int(os.environ.get("OFFSET_PIPELINE_STALE_SENSOR_INTERVAL_S", "10"))
+    return positive_number(None, "OFFSET_PIPELINE_STALE_SENSOR_INTERVAL_S", 10, whole=True)
 
 
 @dg.sensor(

@@ -14,13 +14,12 @@ runs must not overlap and commit out of order.
 """
 
 import json
-import os
 import time
 
 import dagster as dg
 
 from offset_pipeline.run_targets import CONTINUOUS_JOB, SYNC_JOB
-from offset_pipeline.settings import sync_mode
+from offset_pipeline.settings import positive_number, sync_mode
 
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED,
@@ -34,7 +33,7 @@ CONTINUOUS_TICK_S = 5
 
 
 def sync_interval_s() -> int:
-    return int(os.environ.get("OFFSET_PIPELINE_SYNC_INTERVAL_S", "30"))
+    return positive_number(None, "OFFSET_PIPELINE_SYNC_INTERVAL_S", 30, whole=True)
 
 
 def _in_flight(context: dg.SensorEvaluationContext) -> dg.SkipReason | None:
