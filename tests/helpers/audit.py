@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import dagster as dg
 
 from offset_pipeline.assets import offset_failover_audit, offset_snapshot, offset_standby_commits, offset_translations
-from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
+from tests.helpers import pairs
 from tests.helpers.groups import Member
 
 
@@ -18,12 +18,7 @@ class AuditStack:
 
     def __init__(self, kafka_pair, chdb_dsn, group: str, topic: str):
         self.group, self.topic = group, topic
-        self.resources = {
-            "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=kafka_pair.bootstrap("idc1")),
-            "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=kafka_pair.bootstrap("idc2")),
-            "clickhouse": ClickHouseResource(dsn=chdb_dsn),
-            "spark": SparkResource(),
-        }
+        self.resources = pairs.resources(pairs.bootstraps(kafka_pair), chdb_dsn)
         self.instance = dg.DagsterInstance.ephemeral()
 
     @property

@@ -6,19 +6,18 @@ from __future__ import annotations
 import dagster as dg
 from confluent_kafka import KafkaException
 
-from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
+from offset_pipeline.resources import SparkResource
+from tests.helpers import pairs
 from tests.helpers.records import log_end
 from tests.helpers.sync_cycles import SYNC_ASSETS
 from tests.helpers.topics import OUTAGE_RECORDS, PARTITIONS
 
 
 def resources(chdb_dsn, idc1: str, idc2: str, spark: SparkResource | None = None) -> dict:
-    return {
-        "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=idc1),
-        "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=idc2),
-        "clickhouse": ClickHouseResource(dsn=chdb_dsn),
-        "spark": spark or SparkResource(),
-    }
+    """:func:`tests.helpers.pairs.resources` for the clusters at ``idc1`` and ``idc2``, with ``spark``
+    instead of local Spark when given."""
+    res = pairs.resources({"idc1": idc1, "idc2": idc2}, chdb_dsn)
+    return {**res, "spark": spark} if spark is not None else res
 
 
 def cycle(res: dict, group: str, topic: str, instance, **translation) -> dg.ExecuteInProcessResult:

@@ -14,7 +14,7 @@ from offset_pipeline.assets.commit import offset_standby_commits
 from offset_pipeline.assets.snapshot import offset_snapshot
 from offset_pipeline.assets.translation import offset_translations
 from offset_pipeline.monitoring.decision_log import decision_logger
-from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
+from tests.helpers import pairs
 from tests.helpers.groups import committed
 
 #: Every asset of the ``offset_sync`` group: one sync cycle, as the interval mode's job runs it.
@@ -55,12 +55,7 @@ class Cycles:
 
     def __init__(self, kafka_pair, chdb_dsn, group: str, topic: str):
         self.kafka_pair, self.group, self.topic = kafka_pair, group, topic
-        self.resources = {
-            "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=kafka_pair.bootstrap("idc1")),
-            "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=kafka_pair.bootstrap("idc2")),
-            "clickhouse": ClickHouseResource(dsn=chdb_dsn),
-            "spark": SparkResource(),
-        }
+        self.resources = pairs.resources(pairs.bootstraps(kafka_pair), chdb_dsn)
         self.instance = dg.DagsterInstance.ephemeral()
         self.decision_lines: dict[str, list[str]] = {}  # run id -> lines of the decisions logger
 
