@@ -80,10 +80,13 @@ def bounded_pairs(pairs: list[tuple[int, int]], cap: int) -> list[tuple[int, int
         return pairs
     last_step = max((i for i in range(1, len(pairs)) if pairs[i][1] < pairs[i - 1][1]), default=0)
     head, rest = pairs[max(last_step - 1, 0):last_step], pairs[last_step:]
-    while len(head) + len(rest) > cap and len(rest) > 2:
+    # The pair right after the step stays with the one before it: without it the step is not seen
+    # and the rule would take that older pair (from a log that is gone) for a current one.
+    after_step, rest = (rest[:1], rest[1:]) if head else ([], rest)
+    while len(head) + len(after_step) + len(rest) > cap and len(rest) > 2:
         half = len(rest) // 2
         rest = rest[:half][1::2] + rest[half:]  # keeps the older half's every second pair
-    return (head + rest)[-cap:]
+    return (head + after_step + rest)[-cap:]
 
 
 @dataclass
