@@ -639,6 +639,7 @@ class MirrorMaker2Keeper:
         self.check_every_s = check_every_s
         self.start_timeout_s = start_timeout_s
         self.restarts = 0
+        self.stop_grace_s = 10.0  # the JVM's SIGTERM grace at the end; stop(grace_s=...) changes it
         self._stop = stop or threading.Event()
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -673,9 +674,13 @@ class MirrorMaker2Keeper:
                 except DevStackError as exc:  # tried again at the next check, unless stopping
                     print(f"MirrorMaker 2 restart failed: {exc}", file=sys.stderr, flush=True)
         finally:
-            self.mirror.stop(grace_s=10.0)
+            self.mirror.stop(grace_s=self.stop_grace_s)
 
-    def stop(self, timeout_s: float = 60.0) -> None:
+    def stop(self, timeout_s: float = 60.0, grace_s: float | None = None) -> None:
+        """Stops the keeper and the JVM: SIGTERM, then SIGKILL after ``grace_s`` (default 10 s; a
+        throwaway mirror whose positions nobody reads again can take a short one)."""
+        if grace_s is not None:
+            self.stop_grace_s = grace_s
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=timeout_s)

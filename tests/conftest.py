@@ -41,6 +41,9 @@ PYTHON_MIRRORED_PREFIX = "py."
 # teardown (five modules, ~2.5 min of the suite; never alone). A clean stop is not what these
 # teardowns test (test_cluster and test_clean_stop do), so it is cut short.
 THROWAWAY_BROKER_GRACE_S = 5.0
+#: SIGTERM grace of a MirrorMaker 2 a fixture throws away (its graceful stop took 10-30 s, and nobody
+#: reads its positions again)
+THROWAWAY_MIRROR_GRACE_S = 2.0
 
 
 def wait_for(predicate, timeout=60.0, what="condition"):
@@ -230,7 +233,7 @@ def session_mirrors(kafka_pair, tmp_path_factory) -> MirrorMaker2Keeper:
     keeper = MirrorMaker2Keeper(MirrorMaker2(config))
     keeper.start()
     yield keeper
-    keeper.stop()
+    keeper.stop(grace_s=THROWAWAY_MIRROR_GRACE_S)
 
 
 @pytest.fixture(scope="session")

@@ -39,7 +39,7 @@ from offset_pipeline.assets.translation import offset_translations
 from offset_pipeline.kafka_io.offset_syncs import read_offset_syncs
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.translation import offset_syncs_topic
-from tests.conftest import free_port, wait_for
+from tests.conftest import THROWAWAY_MIRROR_GRACE_S, free_port, wait_for
 from tests.helpers.groups import Member, committed
 from tests.helpers.records import log_end, read_values
 
@@ -56,8 +56,11 @@ def mirror_maker(kafka_pair, tmp_path_factory):
                           topics=re.escape(PREFIX) + ".*", groups="none-at-all",
                           work_dir=tmp_path_factory.mktemp("mm2"),
                           settings={"offset.lag.max": "4", "refresh.topics.interval.seconds": "1"})
-    with mirror:
+    mirror.start()
+    try:
         yield mirror
+    finally:
+        mirror.stop(timeout_s=THROWAWAY_MIRROR_GRACE_S)
 
 
 @pytest.fixture

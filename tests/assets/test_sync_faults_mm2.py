@@ -57,7 +57,7 @@ from offset_pipeline.kafka_io.partition_records import CONSUMERS
 from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, SparkResource
 from offset_pipeline.translation.headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER
 
-from tests.conftest import THROWAWAY_BROKER_GRACE_S, KafkaPair, free_port, started_pair, wait_for
+from tests.conftest import THROWAWAY_BROKER_GRACE_S, THROWAWAY_MIRROR_GRACE_S, KafkaPair, free_port, started_pair, wait_for
 from tests.helpers.groups import Member, committed
 from tests.helpers.sync_cycles import checks
 
@@ -107,7 +107,7 @@ def mm2(own_pair, tmp_path_factory):
     try:
         yield keeper
     finally:
-        keeper.stop()
+        keeper.stop(grace_s=THROWAWAY_MIRROR_GRACE_S)
 
 
 class Traffic:

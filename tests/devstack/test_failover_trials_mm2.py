@@ -46,7 +46,7 @@ from offset_pipeline.kafka_io.partition_records import CONSUMERS
 from offset_pipeline.translation.headers import LOCAL, CopiedFrom, parse_origin
 from offset_pipeline.translation.result import TranslationStatus
 
-from tests.conftest import KafkaPair, free_port, started_pair, wait_for
+from tests.conftest import THROWAWAY_MIRROR_GRACE_S, KafkaPair, free_port, started_pair, wait_for
 from tests.helpers import pairs
 from tests.helpers.local_spark import stop_local_spark
 from tests.helpers.pairs import resources
@@ -326,7 +326,7 @@ def test_without_exactly_once_copies_written_twice_after_a_restart_lose_nothing(
         assert "restart_s" in log and keeper.mirror.running()
         after = copies_by_origin(own_pair)
     finally:
-        keeper.stop()
+        keeper.stop(grace_s=THROWAWAY_MIRROR_GRACE_S)
     repeated_since = {
         cluster: sum(1 for k, n in after[cluster].items() if n > 1 and n > before[cluster].get(k, 0))
         for cluster in CLUSTERS

@@ -34,7 +34,7 @@ from devstack.mirrormaker2 import MirrorMaker2, MirrorMaker2Config, MirrorMaker2
 from devstack.records import read_partition
 from offset_pipeline.translation.headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER
 
-from tests.conftest import KafkaPair, free_port, started_pair, wait_for
+from tests.conftest import THROWAWAY_MIRROR_GRACE_S, KafkaPair, free_port, started_pair, wait_for
 from tests.helpers.traffic import SteadyTraffic
 
 pytestmark = pytest.mark.kafka
@@ -72,7 +72,7 @@ def mm2(own_pair, tmp_path_factory):
     try:
         yield keeper
     finally:
-        keeper.stop()
+        keeper.stop(grace_s=THROWAWAY_MIRROR_GRACE_S)
 
 
 class CopyCount:
