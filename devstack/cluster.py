@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.errors import BrokerStartError, DevStackError
 from devstack.liveness import pid_alive, pid_runs
+from devstack.paths import broker_heap
 from devstack.processes import log_file_tail
 
 LOG_TAIL_LINES = 40
@@ -80,7 +81,7 @@ class ClusterSpec:
     data_dir: Path
     # 512m was too small at the soak's 2,000 partitions: the fetch purgatory alone held ~300 MB and
     # the broker spent a third of its time in full GCs (see broker_properties).
-    heap: str = "1g"
+    heap: str = field(default_factory=broker_heap)  # OFFSET_PIPELINE_BROKER_HEAP
     # Extra broker settings; they override the defaults below (tests use this to break things).
     overrides: dict[str, str] = field(default_factory=dict)
     # Extra arguments of the storage format (a secure cluster's ``--add-scram`` credentials) and the

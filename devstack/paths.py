@@ -4,10 +4,12 @@ product's settings (which never import this harness), so every command agrees.""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from devstack.errors import DevStackError
 from offset_pipeline.settings import DEFAULT_CLUSTER_NAMES, local_stack_dir, local_stack_port
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -40,6 +42,35 @@ def cluster_ports(env: Mapping[str, str] | None = None) -> tuple[ClusterPorts, .
         ClusterPorts(name, local_stack_port(env, name), local_stack_port(env, name, controller=True))
         for name in DEFAULT_CLUSTER_NAMES
     )
+
+
+#: JVM memory sizes as Java writes them (-Xmx512m, -Xmx4g)
+JVM_SIZE = re.compile(r"[1-9][0-9]*[kKmMgG]")
+DEFAULT_BROKER_HEAP = "1g"
+DEFAULT_SPARK_CONNECT_DRIVER_MEMORY = "4g"
+
+
+def jvm_size(variable: str, default: str, env: Mapping[str, str] | None = None) -> str:
+    """A JVM memory size from ``variable`` (``512m``, ``2g``), else ``default``; anything else is
+    a :class:`DevStackError` naming the variable and the value."""
+    env = os.environ if env is None else env
+    value = env.get(variable, "").strip() or default
+    if not JVM_SIZE.fullmatch(value):
+        raise DevStackError(f"{variable}={value!r} is not a JVM memory size such as 512m or 2g")
+    return value
+
+
+def broker_heap(env: Mapping[str, str] | None = None) -> str:
+    """Each local broker's heap, taken whole at start: ``OFFSET_PIPELINE_BROKER_HEAP``, default 1g
+    (the soak's 2,000 partitions needed it; a test's few partitions run in 512m)."""
+    return jvm_size("OFFSET_PIPELINE_BROKER_HEAP", DEFAULT_BROKER_HEAP, env)
+
+
+def spark_connect_driver_memory(env: Mapping[str, str] | None = None) -> str:
+    """The local Spark Connect driver's heap, taken whole at start:
+    ``OFFSET_PIPELINE_SPARK_CONNECT_DRIVER_MEMORY``, default 4g (a day of failover-audit moments at
+    1,000 group-partitions is built on the driver)."""
+    return jvm_size("OFFSET_PIPELINE_SPARK_CONNECT_DRIVER_MEMORY", DEFAULT_SPARK_CONNECT_DRIVER_MEMORY, env)
 
 
 DEFAULT_SPARK_CONNECT_PORT = 15002

@@ -31,11 +31,12 @@ import socket
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from devstack.cluster import find_java, port_in_use
 from devstack.errors import DevStackError
+from devstack.paths import spark_connect_driver_memory
 from devstack.processes import ManagedProcess
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -59,7 +60,8 @@ def spark_home() -> Path:
 class SparkConnectServer:
     port: int
     run_dir: Path
-    driver_memory: str = "4g"  # a day of failover-audit moments on the driver (resources/spark.py)
+    # a day of failover-audit moments on the driver (resources/spark.py); OFFSET_PIPELINE_SPARK_CONNECT_DRIVER_MEMORY
+    driver_memory: str = field(default_factory=spark_connect_driver_memory)
     master: str = "local[*]"
     python: str = sys.executable
     name: str = NAME

@@ -44,6 +44,30 @@ THROWAWAY_BROKER_GRACE_S = 5.0
 #: SIGTERM grace of a MirrorMaker 2 a fixture throws away (its graceful stop took 10-30 s, and nobody
 #: reads its positions again)
 THROWAWAY_MIRROR_GRACE_S = 2.0
+# Memory of the JVMs a test run starts. The shipped sizes (1g per broker, 4g for a Spark driver)
+# fit the soak's 2,000 partitions and a day of audit moments; a test's few partitions run in less,
+# and bin/test runs two test workers side by side, each with its clusters, stacks and local Spark.
+TEST_BROKER_HEAP = "512m"
+TEST_SPARK_DRIVER_MEMORY = "1g"
+os.environ.setdefault("OFFSET_PIPELINE_BROKER_HEAP", TEST_BROKER_HEAP)
+os.environ.setdefault("OFFSET_PIPELINE_SPARK_CONNECT_DRIVER_MEMORY", TEST_SPARK_DRIVER_MEMORY)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    # bin/test runs the suite on two pytest-xdist workers (--dist loadgroup): modules that start a
+    # whole stack share one group, so one worker runs them one after the other (two such stacks at
+    # once, beside the other worker's clusters, ran this 24 GiB machine out of memory).
+    for item in items:
+        if item.get_closest_marker("whole_stack"):
+            item.add_marker(pytest.mark.xdist_group("whole_stacks"))
+
+
+def pytest_configure(config):
+    # This process's local Spark driver (the sync's default engine in the tests).
+    from offset_pipeline.resources import spark
+
+    spark.DRIVER_DEFAULTS["spark.driver.memory"] = TEST_SPARK_DRIVER_MEMORY
 
 
 def wait_for(predicate, timeout=60.0, what="condition"):
@@ -119,7 +143,8 @@ def devstack_env(base: Path, kafka_jars: Path, rate_scale: float) -> dict[str, s
     env.update(
         OFFSET_PIPELINE_DEVSTACK_DIR=str(base), OFFSET_PIPELINE_JARS_DIR=str(kafka_jars),
         OFFSET_PIPELINE_RATE_SCALE=str(rate_scale), OFFSET_PIPELINE_SPARK_CONNECT_PORT=str(free_port()),
-        OFFSET_PIPELINE_MM2_REST_PORT=str(free_port()),
+        OFFSET_PIPELINE_MM2_REST_PORT=str(free_port()), OFFSET_PIPELINE_BROKER_HEAP=TEST_BROKER_HEAP,
+        OFFSET_PIPELINE_SPARK_CONNECT_DRIVER_MEMORY=TEST_SPARK_DRIVER_MEMORY,
     )
     for name in ("IDC1", "IDC2"):
         env[f"OFFSET_PIPELINE_{name}_PORT"] = str(free_port())
@@ -174,13 +199,16 @@ def chdb_dsn(tmp_path):
 
 
 @pytest.fixture(scope="module", autouse=True)
-def pooled_consumers_closed_after_each_module():
-    """Read consumers pooled by kafka_io (in this process) for the clusters a module started and
-    stopped would otherwise keep reconnecting to them, and logging it, to the end of the run."""
+def kafka_clients_of_this_process_closed_after_each_module():
+    """Read consumers pooled by kafka_io and the shared admin clients (in this process) for the
+    clusters a module started and stopped would otherwise keep reconnecting to them, and logging
+    it, to the end of the run."""
     yield
+    from offset_pipeline.kafka_io.cluster_client import release_shared_admins
     from offset_pipeline.kafka_io.partition_records import CONSUMERS
 
     CONSUMERS.close()
+    release_shared_admins()
 
 
 @pytest.fixture(scope="session")

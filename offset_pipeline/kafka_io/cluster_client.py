@@ -55,6 +55,16 @@ def shared_admin(admin_config: dict[str, Any]) -> AdminClient:
     return _ADMINS[key]
 
 
+def release_shared_admins() -> int:
+    """Drop this process's shared admin clients (each is destroyed with its last reference) and
+    return how many there were. A process whose clusters went away calls it, so no client keeps
+    reconnecting to them (and logging it) for the rest of its life."""
+    released = len(_ADMINS)
+    _ADMINS.clear()
+    _RECORDERS.clear()
+    return released
+
+
 def shared_admin_failure(admin_config: dict[str, Any], cluster: str):
     """Why the shared admin client of ``admin_config`` could not reach ``cluster`` lately (a
     ``ConnectionDiagnosis``), or None when its recent errors explain nothing."""

@@ -32,7 +32,7 @@ from tests.conftest import devstack_env, free_port
 from tests.devstack.stack_census import STOP_WITHIN_S, Proc, read_proc, stack_processes, survivors, wait_for_survivors
 from tests.helpers.dagster_ui import DagsterUI, artifacts_dir, interruptible, wait_until_loaded
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.whole_stack]
 
 RUNS_QUERY = "{ runsOrError(limit: 20) { ... on Runs { results { runId status jobName } } } }"
 IN_FLIGHT = {"STARTING", "STARTED", "CANCELING"}

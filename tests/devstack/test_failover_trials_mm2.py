@@ -1,5 +1,5 @@
-"""Failover trials over Apache Kafka's MirrorMaker 2: the same trials as test_failover_trials.py
-(traffic running, groups stopped at random moments, the real sync assets, each group restarted on
+"""Failover trials over Apache Kafka's MirrorMaker 2 (test_failover_trials.py checks the trials
+harness itself can fail): traffic running, groups stopped at random moments, the real sync assets, each group restarted on
 its standby and its records counted by id), with MirrorMaker 2 and the project's Connect transform
 as the mirror both ways instead of the dev harness's Python mirror.
 

@@ -2,9 +2,10 @@
 killed (``kill -9``) and restarted on the same port and data costs the copy time, never records, and
 never a record copied twice for a ``read_committed`` reader.
 
-The same faults as test_mirror_recovery.py (the harness's Python mirror), with MirrorMaker 2 as the
-mirror: one flow, idc1 -> idc2, on a pair of clusters of the module's own (the session's brokers are
-shared) and one MirrorMaker 2 for the module. Traffic is produced on the source all along. The
+The mirror the stack runs by default is the one under these faults (the harness's Python mirror had
+them in a module of its own until it stopped being the default). One flow, idc1 -> idc2, on a pair
+of clusters of the module's own (the session's brokers are shared) and one MirrorMaker 2 for the
+module. Traffic is produced on the source all along. The
 tests run in file order:
 
 1. the target broker killed twice: once briefly, once for longer than MirrorMaker 2's transaction

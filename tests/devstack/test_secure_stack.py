@@ -30,7 +30,7 @@ from offset_pipeline.run_targets import SYNC_JOB
 from offset_pipeline.settings import read_settings
 from tests.conftest import devstack_env, wait_for
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.whole_stack]
 
 CLUSTERS = ("idc1", "idc2")
 REPO = Path(__file__).resolve().parents[2]

@@ -29,7 +29,7 @@ from offset_pipeline.translation import TranslationStatus
 from tests.conftest import free_port, wait_for
 from tests.helpers.pairs import log_end
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark_connect]
+pytestmark = [pytest.mark.kafka, pytest.mark.spark_connect, pytest.mark.whole_stack]
 
 PARTITIONS = 3
 

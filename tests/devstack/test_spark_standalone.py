@@ -30,7 +30,7 @@ from tests.helpers.groups import Member, committed
 from tests.helpers.pairs import log_end
 from tests.helpers.sync_cycles import SYNC_ASSETS
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark_standalone]
+pytestmark = [pytest.mark.kafka, pytest.mark.spark_standalone, pytest.mark.whole_stack]
 
 PARTITIONS = 2
 

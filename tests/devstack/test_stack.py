@@ -27,7 +27,7 @@ from offset_pipeline.settings import mirror_position_groups
 from offset_pipeline.translation.headers import CopiedFrom, parse_origin
 from tests.conftest import devstack_env, stopped_by_sigterm, wait_for
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.whole_stack]
 
 
 @pytest.fixture(scope="module")

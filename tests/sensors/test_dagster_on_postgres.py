@@ -46,7 +46,7 @@ from tests.helpers.groups import Member
 from tests.helpers.one_partition import committed, produce
 from tests.helpers.records import log_end
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.whole_stack]
 
 PREFIX = "pgstore."
 SYNCED_TOPIC, SYNCED_GROUP = f"{PREFIX}orders", "payments-on-postgres"

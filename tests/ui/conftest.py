@@ -2,7 +2,7 @@
 folder -- both Kafka clusters, the mirror both ways, traffic, consumer groups, the Spark Connect
 server, then ``dagster dev`` with its daemon -- and Debian's headless Chromium driven by Playwright.
 
-At the end of the session the stack is stopped with Ctrl-C and must leave no process behind within
+After the last browser test the stack is stopped with Ctrl-C and must leave no process behind within
 30 s (the clean stop; the fixture's teardown fails otherwise).
 
 Screenshots go to ``test-artifacts/ui/`` (``OFFSET_PIPELINE_TEST_ARTIFACTS`` moves the folder): the
@@ -33,7 +33,9 @@ from tests.helpers.dagster_ui import (
 )
 
 
-@pytest.fixture(scope="session")
+# Package-scoped: the stack stops after the last browser test, not at the end of the worker's session
+# (another whole stack may start on this worker after them).
+@pytest.fixture(scope="package")
 def dagster_ui(kafka_jars, tmp_path_factory) -> DagsterUI:
     """``bin/up`` exactly as the README runs it, on its own ports and folder."""
     base = tmp_path_factory.mktemp("ui_stack")
@@ -77,7 +79,7 @@ def dagster_ui(kafka_jars, tmp_path_factory) -> DagsterUI:
     assert proc.returncode == 128 + signal.SIGINT, report + "\n" + ui.log_tail()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chromium():
     from playwright.sync_api import sync_playwright
 
