@@ -53,14 +53,49 @@ os.environ.setdefault("OFFSET_PIPELINE_BROKER_HEAP", TEST_BROKER_HEAP)
 os.environ.setdefault("OFFSET_PIPELINE_SPARK_CONNECT_DRIVER_MEMORY", TEST_SPARK_DRIVER_MEMORY)
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+#: Test modules that start a whole stack of JVMs and Dagster processes (each carries the
+#: ``whole_stack`` marker; collection fails when the two disagree).
+WHOLE_STACK_MODULES = frozenset({
+    "tests/devstack/test_clean_stop.py",
+    "tests/devstack/test_secure_stack.py",
+    "tests/devstack/test_spark_connect.py",
+    "tests/devstack/test_spark_standalone.py",
+    "tests/devstack/test_stack.py",
+    "tests/sensors/test_daemon_restart.py",
+    "tests/sensors/test_dagster_on_postgres.py",
+    "tests/ui/test_project_parts.py",
+    "tests/ui/test_ui_runs.py",
+})
+
+
+def xdist_work_unit(nodeid: str) -> str:
+    """What one pytest-xdist worker runs whole: a module (its module fixtures start once, its
+    tests run in file order), or all the whole-stack modules, one after the other (two whole stacks
+    at once, beside the other worker's clusters, ran this 24 GiB machine out of memory)."""
+    module = nodeid.split("::", 1)[0]
+    return "whole stacks" if module in WHOLE_STACK_MODULES else module
+
+
+def pytest_xdist_make_scheduler(config, log):
+    # bin/test runs two workers. xdist's own --dist loadgroup does not group under pytest 9 (tests
+    # of one group ran on both workers), so the work units are made here from the node ids.
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesAndWholeStacks(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_work_unit(nodeid)
+
+    return ModulesAndWholeStacks(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    # bin/test runs the suite on two pytest-xdist workers (--dist loadgroup): modules that start a
-    # whole stack share one group, so one worker runs them one after the other (two such stacks at
-    # once, beside the other worker's clusters, ran this 24 GiB machine out of memory).
-    for item in items:
-        if item.get_closest_marker("whole_stack"):
-            item.add_marker(pytest.mark.xdist_group("whole_stacks"))
+    marked = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("whole_stack")}
+    collected = {item.nodeid.split("::", 1)[0] for item in items}
+    listed = WHOLE_STACK_MODULES & collected
+    if marked != listed:
+        raise pytest.UsageError(
+            "tests/conftest.py WHOLE_STACK_MODULES and the modules marked whole_stack differ: "
+            f"marked only {sorted(marked - listed)}, listed only {sorted(listed - marked)}")
 
 
 def pytest_configure(config):
