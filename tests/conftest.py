@@ -77,23 +77,11 @@ def xdist_work_unit(nodeid: str) -> str:
     return "whole stacks" if module in WHOLE_STACK_MODULES else module
 
 
-def xdist_work_order(item) -> int:
-    """Where a test's unit goes in the workers' queue: the whole stacks first (the longest unit),
-    then the modules that start brokers or JVMs, then the rest, which fill the gaps at the end.
-    Units keep their modules' tests in file order (the sort is stable)."""
-    if item.get_closest_marker("whole_stack"):
-        return 0
-    if any(item.get_closest_marker(name) for name in ("kafka", "ui", "spark_connect", "spark_standalone")):
-        return 1
-    return 2
-
-
 def pytest_xdist_make_scheduler(config, log):
     # bin/test runs two workers. xdist's own --dist loadgroup does not group under pytest 9 (tests
-    # of one group ran on both workers), so the work units are made here from the node ids.
+    # of one group ran on both workers), so the work units are made here from the node ids. xdist
+    # queues the units with the most tests first, which starts the whole stacks early.
     from xdist.scheduler import LoadScopeScheduling
-
-    config.option.loadscopereorder = False  # the workers' order (xdist_work_order), not by test count
 
     class ModulesAndWholeStacks(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
@@ -103,8 +91,6 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    if hasattr(config, "workerinput"):  # a bin/test worker: the long units first (see xdist_work_unit)
-        items.sort(key=lambda item: xdist_work_order(item))
     marked = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("whole_stack")}
     collected = {item.nodeid.split("::", 1)[0] for item in items}
     listed = WHOLE_STACK_MODULES & collected

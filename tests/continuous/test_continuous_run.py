@@ -106,8 +106,16 @@ def test_one_run_follows_the_group_commit_after_commit(kafka_pair, chdb_dsn, one
     assert meta["revisited_new"] >= PARTITIONS and revisits >= 3 * PARTITIONS
     assert meta["partitions_written"] >= 3 * PARTITIONS
     # the first cycle's checkpoint and the last one at least; how many periodic ones fit between depends
-    # on how long this machine takes for the first cycle (a count here would be a timed assertion)
-    assert meta["checkpoints"] >= 2 and meta["checkpoints_skipped"] == 0
+    # on how long this machine takes for the first cycle (a count here would be a timed assertion). A
+    # periodic one is skipped while the previous write is still going (a loaded machine: the next one
+    # carries the newest state); the last one never is, so ClickHouse holds the run's final answers.
+    assert meta["checkpoints"] >= 2
+    client = resources["clickhouse"].get_client()
+    stored = client.query(
+        "SELECT partition, argMax(committed, cycle_time), argMax(standby_offset, cycle_time) FROM offset_translations "
+        "WHERE group_id = {g:String} AND topic = {t:String} GROUP BY partition ORDER BY partition",
+        parameters={"g": group, "t": topic}).result_rows
+    assert [(p, c, s) for p, c, s in stored] == [(p, moved[p], want[p]) for p in range(PARTITIONS)]
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert checks["no_loss"].passed and checks["no_loss"].metadata["written_partitions"].value >= 3 * PARTITIONS
     assert checks["sync_freshness"].passed and checks["clusters_readable"].passed
