@@ -346,7 +346,7 @@ def topic_name(request) -> str:
 def mirrored_topic(kafka_pair, session_mirrors, topic_name):
     """A two-way topic: both clusters produce, the session mirrors copy both ways. Returns
     (topic, records per partition on each cluster)."""
-    from tests.helpers.records import log_end
+    from tests.helpers.records import records_in
     from tests.helpers.topics import PARTITIONS
 
     topic = kafka_pair.create_topic(topic_name, partitions=PARTITIONS)
@@ -362,7 +362,8 @@ def mirrored_topic(kafka_pair, session_mirrors, topic_name):
     per_partition = produced // PARTITIONS
     for cluster in ("idc1", "idc2"):
         for p in range(PARTITIONS):
-            wait_for(lambda: log_end(kafka_pair.bootstrap(cluster), topic, p) >= per_partition, timeout=60,
+            # records, not the log end: exactly-once copies put transaction markers between them
+            wait_for(lambda: records_in(kafka_pair.bootstrap(cluster), topic, p) >= per_partition, timeout=60,
                      what=f"mirrored {topic}[{p}] on {cluster}")
     return topic, per_partition
 
@@ -371,7 +372,7 @@ def mirrored_topic(kafka_pair, session_mirrors, topic_name):
 def one_way_topic(kafka_pair, session_mirrors, topic_name):
     """A topic produced on idc1 only, copied to idc2 by the session mirror (origin headers): its
     translation is exact (timestamp search refined by the headers). Returns (topic, records per partition)."""
-    from tests.helpers.records import log_end
+    from tests.helpers.records import records_in
     from tests.helpers.topics import ONE_WAY_RECORDS, PARTITIONS
 
     topic = kafka_pair.create_topic(topic_name, partitions=PARTITIONS)
@@ -382,7 +383,8 @@ def one_way_topic(kafka_pair, session_mirrors, topic_name):
     producer.flush(30)
     def copied(p: int) -> bool:
         try:
-            return log_end(kafka_pair.bootstrap("idc2"), topic, p) >= ONE_WAY_RECORDS
+            # records, not the log end: exactly-once copies put transaction markers between them
+            return records_in(kafka_pair.bootstrap("idc2"), topic, p) >= ONE_WAY_RECORDS
         except KafkaException:  # a topic the mirror has just created may have no leader yet
             return False
 

@@ -41,7 +41,7 @@ from offset_pipeline.resources import ClickHouseResource, KafkaClusterResource, 
 from offset_pipeline.translation import offset_syncs_topic
 from tests.conftest import THROWAWAY_MIRROR_GRACE_S, free_port, wait_for
 from tests.helpers.groups import Member, committed
-from tests.helpers.records import log_end, read_values
+from tests.helpers.records import read_values, records_in
 
 pytestmark = pytest.mark.kafka
 
@@ -91,7 +91,7 @@ def produce(bootstrap: str, topic: str, values: range) -> None:
 def wait_copied(kafka_pair, topic: str, n: int) -> None:
     def copied() -> bool:
         try:
-            return log_end(kafka_pair.bootstrap(STANDBY), topic, 0) >= n
+            return records_in(kafka_pair.bootstrap(STANDBY), topic, 0) >= n
         except KafkaException:  # MirrorMaker 2 has not created the topic on idc2 yet
             return False
     wait_for(copied, timeout=240, what=f"MirrorMaker 2 copying {n} records of {topic}")
