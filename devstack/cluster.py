@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.errors import BrokerStartError, DevStackError
 from devstack.liveness import pid_alive, pid_runs
-from devstack.paths import broker_heap
+from devstack.paths import broker_heap, jvm_options
 from devstack.processes import log_file_tail
 
 LOG_TAIL_LINES = 40
@@ -82,6 +82,7 @@ class ClusterSpec:
     # 512m was too small at the soak's 2,000 partitions: the fetch purgatory alone held ~300 MB and
     # the broker spent a third of its time in full GCs (see broker_properties).
     heap: str = field(default_factory=broker_heap)  # OFFSET_PIPELINE_BROKER_HEAP
+    jvm_options: tuple[str, ...] = field(default_factory=lambda: tuple(jvm_options()))  # OFFSET_PIPELINE_JVM_OPTIONS
     # Extra broker settings; they override the defaults below (tests use this to break things).
     overrides: dict[str, str] = field(default_factory=dict)
     # Extra arguments of the storage format (a secure cluster's ``--add-scram`` credentials) and the
@@ -220,6 +221,7 @@ class KafkaCluster:
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self.spec.data_dir / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={self.spec.data_dir / 'logs'}",
+            *self.spec.jvm_options,  # last, so they win over the defaults above
             "-cp",
             f"{self.jars_dir}/*",
             main_class,

@@ -92,7 +92,7 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -103,7 +103,7 @@ from devstack.connect_transform import TRANSFORM_CLASS, transform_jar
 from devstack.errors import DevStackError
 from devstack.jars import fetch_jars
 from devstack.mirror import MirrorEndpoint
-from devstack.paths import REPO_ROOT
+from devstack.paths import REPO_ROOT, jvm_options
 from devstack.processes import log_file_tail
 from offset_pipeline.translation.headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OFFSET_HEADER
 
@@ -196,6 +196,7 @@ class MirrorMaker2Config:
     exactly_once: bool = True
     refresh_topics_s: int = 1
     heap: str = "512m"
+    jvm_options: tuple[str, ...] = field(default_factory=lambda: tuple(jvm_options()))  # OFFSET_PIPELINE_JVM_OPTIONS
     # MirrorMaker 2 without the transform (the throughput benchmark's baseline), otherwise configured
     # the same (offset syncs stay off with the checkpoints: MirrorMaker 2 here does not create their
     # topic then; bench/mm2/mirrormaker.py runs it with them). Without the origin headers nothing
@@ -460,6 +461,7 @@ class MirrorMaker2:
         return [
             find_java(), f"-Xmx{self.config.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self.config.work_dir / 'log4j2.properties'}",
+            *self.config.jvm_options,  # last, so they win over the defaults above
             "-cp", classpath, MAIN_CLASS, str(self.config.properties_path),
         ]
 

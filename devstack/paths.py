@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,24 @@ def spark_connect_driver_memory(env: Mapping[str, str] | None = None) -> str:
     ``OFFSET_PIPELINE_SPARK_CONNECT_DRIVER_MEMORY``, default 4g (a day of failover-audit moments at
     1,000 group-partitions is built on the driver)."""
     return jvm_size("OFFSET_PIPELINE_SPARK_CONNECT_DRIVER_MEMORY", DEFAULT_SPARK_CONNECT_DRIVER_MEMORY, env)
+
+
+def jvm_options(env: Mapping[str, str] | None = None) -> list[str]:
+    """Extra options for the dev stack's Kafka JVMs (brokers, their storage format, MirrorMaker 2),
+    after their own, so they win: ``OFFSET_PIPELINE_JVM_OPTIONS``, split as a shell would, default
+    none. The tests use it for JVMs that start fast and idle cheaply (C1 only, the serial collector,
+    no pre-touched heap). A word that is not an option is a :class:`DevStackError`."""
+    env = os.environ if env is None else env
+    raw = env.get("OFFSET_PIPELINE_JVM_OPTIONS", "")
+    try:
+        words = shlex.split(raw)
+    except ValueError as exc:
+        raise DevStackError(f"OFFSET_PIPELINE_JVM_OPTIONS={raw!r} cannot be split: {exc}") from None
+    wrong = [w for w in words if not w.startswith("-")]
+    if wrong:
+        raise DevStackError(f"OFFSET_PIPELINE_JVM_OPTIONS={raw!r}: {wrong[0]!r} is not a JVM option "
+                            "(each starts with '-', e.g. -XX:+UseSerialGC)")
+    return words
 
 
 DEFAULT_SPARK_CONNECT_PORT = 15002

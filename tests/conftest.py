@@ -52,6 +52,11 @@ TEST_BROKER_HEAP = "512m"
 TEST_SPARK_DRIVER_MEMORY = "1g"
 os.environ.setdefault("OFFSET_PIPELINE_BROKER_HEAP", TEST_BROKER_HEAP)
 os.environ.setdefault("OFFSET_PIPELINE_SPARK_CONNECT_DRIVER_MEMORY", TEST_SPARK_DRIVER_MEMORY)
+# The tests start some 45 brokers and 20 MirrorMaker 2s, mostly to carry a few hundred records: JVMs
+# that compile with C1 only, collect with the serial collector and leave their heap untouched start
+# on half the CPU (a broker: about 3.5 CPU-s to ready instead of 6.5) and idle cheaper.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:-UseG1GC -XX:+UseSerialGC -XX:-AlwaysPreTouch"
+os.environ.setdefault("OFFSET_PIPELINE_JVM_OPTIONS", TEST_JVM_OPTIONS)
 
 
 #: Test modules that start a whole stack of JVMs and Dagster processes (each carries the
@@ -67,37 +72,83 @@ WHOLE_STACK_MODULES = frozenset({
     "tests/ui/test_project_parts.py",
     "tests/ui/test_ui_runs.py",
 })
+#: Test modules that start Kafka brokers or a MirrorMaker 2 of their own, beside the session's pair
+#: (the fault tests kill and stop them); each carries the ``own_clusters`` marker.
+OWN_CLUSTER_MODULES = frozenset({
+    "tests/assets/test_offset_sync_assets.py",
+    "tests/assets/test_outages.py",
+    "tests/assets/test_sync_faults_mm2.py",
+    "tests/continuous/test_continuous_faults.py",
+    "tests/devstack/test_broker_logs.py",
+    "tests/devstack/test_cluster.py",
+    "tests/devstack/test_failover_trials_mm2.py",
+    "tests/devstack/test_mirror_recovery_mm2.py",
+    "tests/devstack/test_mirrormaker2.py",
+    "tests/fast_forward/test_stale_fast_forward_mm2.py",
+    "tests/kafka_io/test_offset_syncs.py",
+    "tests/readiness/test_readiness_outage.py",
+    "tests/sync/test_offset_sync_commit.py",
+})
+#: Work units whose modules one worker runs one after the other (unit: (marker, modules)), in the
+#: order the workers take them first. Each keeps its kind of load on one worker: two whole stacks at
+#: once, beside another worker's clusters, ran this 24 GiB machine out of memory, and fault modules
+#: starting their JVMs side by side starved the other workers' brokers of CPU.
+CHAINS = {
+    "whole stacks": ("whole_stack", WHOLE_STACK_MODULES),
+    "own clusters": ("own_clusters", OWN_CLUSTER_MODULES),
+}
+#: The secure tests share one worker, so the session's secure pair (tests/secure/conftest.py) starts once.
+SECURE_PAIR_UNIT, SECURE_PAIR_FOLDER = "secure pair", "tests/secure/"
 
 
 def xdist_work_unit(nodeid: str) -> str:
     """What one pytest-xdist worker runs whole: a module (its module fixtures start once, its
-    tests run in file order), or all the whole-stack modules, one after the other (two whole stacks
-    at once, beside the other worker's clusters, ran this 24 GiB machine out of memory)."""
+    tests run in file order), or a chain of modules (``CHAINS``), or the secure tests."""
     module = nodeid.split("::", 1)[0]
-    return "whole stacks" if module in WHOLE_STACK_MODULES else module
+    for unit, (_, modules) in CHAINS.items():
+        if module in modules:
+            return unit
+    return SECURE_PAIR_UNIT if module.startswith(SECURE_PAIR_FOLDER) else module
+
+
+def xdist_work_order(nodeids: list[str]) -> list[str]:
+    """``nodeids`` in the order the workers take them: the chains first (a worker each, from the
+    start: they are the longest), then the other units, those with the most tests first; within a
+    unit, the tests keep their order (a module's tests stay together)."""
+    units: dict[str, list[str]] = {}
+    for nodeid in nodeids:
+        units.setdefault(xdist_work_unit(nodeid), []).append(nodeid)
+    chains = [u for u in CHAINS if u in units]
+    others = sorted((u for u in units if u not in CHAINS), key=lambda u: -len(units[u]))  # stable
+    return [nodeid for unit in chains + others for nodeid in units[unit]]
 
 
 def pytest_xdist_make_scheduler(config, log):
-    # bin/test runs two workers. xdist's own --dist loadgroup does not group under pytest 9 (tests
-    # of one group ran on both workers), so the work units are made here from the node ids. xdist
-    # queues the units with the most tests first, which starts the whole stacks early.
+    # bin/test runs pytest-xdist workers. xdist's own --dist loadgroup does not group under pytest 9
+    # (tests of one group ran on both workers), so the work units are made here from the node ids,
+    # and queued in the order of the collection, which pytest_collection_modifyitems sets.
     from xdist.scheduler import LoadScopeScheduling
 
-    class ModulesAndWholeStacks(LoadScopeScheduling):
+    config.option.loadscopereorder = False
+
+    class ModulesAndChains(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return xdist_work_unit(nodeid)
 
-    return ModulesAndWholeStacks(config, log)
+    return ModulesAndChains(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
-    marked = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("whole_stack")}
     collected = {item.nodeid.split("::", 1)[0] for item in items}
-    listed = WHOLE_STACK_MODULES & collected
-    if marked != listed:
-        raise pytest.UsageError(
-            "tests/conftest.py WHOLE_STACK_MODULES and the modules marked whole_stack differ: "
-            f"marked only {sorted(marked - listed)}, listed only {sorted(listed - marked)}")
+    for marker, modules in CHAINS.values():
+        marked = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker(marker)}
+        listed = modules & collected
+        if marked != listed:
+            raise pytest.UsageError(
+                f"tests/conftest.py's list of the {marker} modules and the modules marked {marker} differ: "
+                f"marked only {sorted(marked - listed)}, listed only {sorted(listed - marked)}")
+    position = {nodeid: i for i, nodeid in enumerate(xdist_work_order([item.nodeid for item in items]))}
+    items.sort(key=lambda item: position[item.nodeid])
 
 
 def pytest_configure(config):
@@ -182,6 +233,7 @@ def devstack_env(base: Path, kafka_jars: Path, rate_scale: float) -> dict[str, s
         OFFSET_PIPELINE_RATE_SCALE=str(rate_scale), OFFSET_PIPELINE_SPARK_CONNECT_PORT=str(free_port()),
         OFFSET_PIPELINE_MM2_REST_PORT=str(free_port()), OFFSET_PIPELINE_BROKER_HEAP=TEST_BROKER_HEAP,
         OFFSET_PIPELINE_SPARK_CONNECT_DRIVER_MEMORY=TEST_SPARK_DRIVER_MEMORY,
+        OFFSET_PIPELINE_JVM_OPTIONS=TEST_JVM_OPTIONS,
     )
     for name in ("IDC1", "IDC2"):
         env[f"OFFSET_PIPELINE_{name}_PORT"] = str(free_port())

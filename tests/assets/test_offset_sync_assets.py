@@ -43,7 +43,7 @@ from tests.conftest import THROWAWAY_MIRROR_GRACE_S, free_port, wait_for
 from tests.helpers.groups import Member, committed
 from tests.helpers.records import read_values, records_in
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
 ACTIVE, STANDBY = "idc1", "idc2"
 PREFIX = "mm2sync."  # not the session mirrors' prefix: only MirrorMaker 2 copies these topics

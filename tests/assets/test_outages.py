@@ -20,7 +20,7 @@ from tests.helpers.outages import cycle, resources, serves
 from tests.helpers.sync_cycles import checks
 from tests.helpers.topics import PARTITIONS
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
 
 def rows(res, result, table: str, columns: str) -> dict[int, tuple]:

@@ -61,7 +61,7 @@ from tests.conftest import THROWAWAY_BROKER_GRACE_S, THROWAWAY_MIRROR_GRACE_S, K
 from tests.helpers.groups import Member, committed
 from tests.helpers.sync_cycles import checks
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
 CLUSTERS = ("idc1", "idc2")
 PEER = {"idc1": "idc2", "idc2": "idc1"}

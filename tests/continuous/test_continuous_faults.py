@@ -17,7 +17,7 @@ from tests.helpers.groups import Member, committed
 from tests.helpers.outages import resources, serves
 from tests.helpers.topics import PARTITIONS
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
 RUN_FOR_S = 60
 

@@ -13,7 +13,7 @@ from devstack.cluster import ClusterSpec, KafkaCluster, log4j2_properties
 
 from tests.conftest import free_port, wait_for
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
 
 def properties(text: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ from devstack.errors import BrokerStartError
 
 from tests.conftest import free_port
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
 
 def new_cluster(tmp_path, kafka_jars, name="idcx", **spec) -> KafkaCluster:

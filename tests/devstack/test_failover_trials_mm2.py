@@ -51,7 +51,7 @@ from tests.helpers import pairs
 from tests.helpers.local_spark import stop_local_spark
 from tests.helpers.pairs import resources
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
 CLUSTERS = ("idc1", "idc2")
 PEER = {"idc1": "idc2", "idc2": "idc1"}

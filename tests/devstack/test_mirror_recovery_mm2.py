@@ -38,7 +38,7 @@ from offset_pipeline.translation.headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OF
 from tests.conftest import THROWAWAY_MIRROR_GRACE_S, KafkaPair, free_port, started_pair, wait_for
 from tests.helpers.traffic import SteadyTraffic
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
 PARTITIONS = 2
 TARGET_KILLED, SOURCE_KILLED = "mm2rec.target-kill", "mm2rec.source-kill"

@@ -34,7 +34,7 @@ from offset_pipeline.translation.headers import LOCAL, CopiedFrom, parse_origin
 
 from tests.conftest import KafkaPair, free_port, started_pair, wait_for
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
 PARTITIONS = 2
 TOPICS_REGEX = r"mm2-test\..*"

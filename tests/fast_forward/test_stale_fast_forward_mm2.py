@@ -35,7 +35,7 @@ from tests.helpers.groups import Member
 from tests.helpers.one_partition import committed, produce, read_values
 from tests.helpers.records import log_end
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
 TOPICS_REGEX = r"ffmm2\..*"
 ONE_WAY, TWO_WAY = "ffmm2.one-way", "ffmm2.two-way"

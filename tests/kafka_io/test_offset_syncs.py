@@ -21,7 +21,7 @@ from offset_pipeline.kafka_io.offset_syncs import read_offset_syncs
 from offset_pipeline.translation.offset_sync import OffsetSyncProblem, offset_syncs_topic
 from tests.conftest import free_port, wait_for
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
 
 def key_bytes(topic: str, partition: int) -> bytes:

@@ -22,7 +22,7 @@ from tests.helpers.groups import Member, committed
 from tests.helpers.outages import cycle, resources, serves
 from tests.helpers.topics import PARTITIONS
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
 
 def verdicts_written(res, group: str) -> list[tuple]:

@@ -43,7 +43,7 @@ from offset_pipeline.translation import (
 from tests.conftest import free_port, wait_for
 from tests.helpers.groups import commit_as_group
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
 ACTIVE, STANDBY = "idc1", "idc2"
 
