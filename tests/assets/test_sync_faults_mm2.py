@@ -59,6 +59,7 @@ from offset_pipeline.translation.headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OF
 
 from tests.conftest import THROWAWAY_BROKER_GRACE_S, THROWAWAY_MIRROR_GRACE_S, KafkaPair, free_port, started_pair, wait_for
 from tests.helpers.groups import Member, committed
+from tests.helpers.run_logs import CLUSTER_UNAVAILABLE, logged
 from tests.helpers.sync_cycles import checks
 
 pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
@@ -78,7 +79,7 @@ KILL_OUTAGE_S = 4.0
 STEADY_RECORDS, OUTAGE_RECORDS = 40, 40
 #: The continuous runs' lengths: the first syncs the groups once after the kills; the second spans
 #: cycles without idc2 (``DOWN_WHILE_RUNNING_S``), its return and MirrorMaker 2's catching up.
-KILLS_RUN_S, DOWN_RUN_S, DOWN_WHILE_RUNNING_S = 40.0, 75.0, 6.0
+KILLS_RUN_S, DOWN_RUN_S, DOWN_WHILE_RUNNING_S = 40.0, 75.0, 3.0
 ASSET = "offset_continuous_sync"
 
 
@@ -222,12 +223,13 @@ class ContinuousRun:
             "translation": {"topic_shapes": SHAPES},
         }}}, "loggers": {"console": {"config": {"log_level": "WARNING"}}}}
         self.run_for_s = run_for_s
+        self.instance = dg.DagsterInstance.ephemeral()  # its event log says when a cycle met a fault
         self.outcome: dict = {}
         self.thread = threading.Thread(target=self._run, name="mm2-sync-continuous", daemon=True)
 
     def _run(self):
         self.outcome["result"] = dg.materialize([offset_continuous_sync], resources=self.res, run_config=self.config,
-                                                raise_on_error=False)
+                                                instance=self.instance, raise_on_error=False)
 
     def __enter__(self):
         self.thread.start()
@@ -430,7 +432,10 @@ def test_standby_cluster_down_gives_cluster_unavailable_and_no_commit_then_the_s
             for group in groups:  # the groups went on on idc1, into what idc2 has not got
                 group.process_up_to(keep_last=OUTAGE_RECORDS // (2 * PARTITIONS))
             with ContinuousRun(res, names, run_for_s=DOWN_RUN_S) as run:
-                time.sleep(DOWN_WHILE_RUNNING_S)  # cycles without idc2
+                # a cycle without idc2, however long this machine takes for one, then a few more
+                wait_for(lambda: logged(run.instance, CLUSTER_UNAVAILABLE) or not run.alive(),
+                         timeout=DOWN_RUN_S / 2, what="a cycle of the run without idc2")
+                time.sleep(DOWN_WHILE_RUNNING_S)
                 assert run.alive()
                 own_pair.cluster("idc2").start(timeout=180)
                 wait_copied(seen, PRODUCED, what="MirrorMaker 2 copying what idc1 produced while idc2 was down")

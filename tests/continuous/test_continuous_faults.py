@@ -15,6 +15,7 @@ from offset_pipeline.assets.continuous import offset_continuous_sync
 from tests.conftest import wait_for
 from tests.helpers.groups import Member, committed
 from tests.helpers.outages import resources, serves
+from tests.helpers.run_logs import CLUSTER_UNAVAILABLE, logged
 from tests.helpers.topics import PARTITIONS
 
 pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
@@ -33,8 +34,9 @@ def test_a_standby_cluster_down_mid_run_costs_cycles_not_the_run(kafka_pair, own
     }}}}
     outcome: dict = {}
     member = Member(b1, group, topic)
+    instance = dg.DagsterInstance.ephemeral()  # its event log says when a cycle has met the fault
     runner = threading.Thread(target=lambda: outcome.update(result=dg.materialize(
-        [offset_continuous_sync], resources=res, run_config=config, raise_on_error=False)))
+        [offset_continuous_sync], resources=res, run_config=config, instance=instance, raise_on_error=False)))
     try:
         member.commit(topic, {p: 10 for p in range(PARTITIONS)})
         runner.start()
@@ -43,7 +45,10 @@ def test_a_standby_cluster_down_mid_run_costs_cycles_not_the_run(kafka_pair, own
 
         own_idc2.stop()
         member.commit(topic, {p: 15 for p in range(PARTITIONS)})
-        time.sleep(8)  # a few cycles without idc2
+        # a cycle without idc2, however long this machine takes for one, then a few more seconds of them
+        wait_for(lambda: logged(instance, CLUSTER_UNAVAILABLE) or not runner.is_alive(), timeout=RUN_FOR_S / 2,
+                 what="a cycle without idc2")
+        time.sleep(3)
         assert runner.is_alive()
         own_idc2.start()
         wait_for(lambda: serves(b2, topic), timeout=60, what=f"{topic} readable on the restarted idc2")

@@ -41,10 +41,10 @@ def dagster_ui(kafka_jars, tmp_path_factory) -> DagsterUI:
     base = tmp_path_factory.mktemp("ui_stack")
     # Half the default traffic: two cores also run the tests' own clusters and Chromium.
     env = devstack_env(base, kafka_jars, rate_scale=0.5)
-    # The default continuous mode with a one-minute run: a cycle launched from the UI waits in the
+    # The default continuous mode with a half-minute run: a cycle launched from the UI waits in the
     # queue for the run in progress to end (one sync run at a time), as a user's would.
     env.update(OFFSET_PIPELINE_UI_PORT=str(free_port()), PYSPARK_PYTHON=sys.executable,
-               OFFSET_PIPELINE_CONTINUOUS_RUN_S="60")
+               OFFSET_PIPELINE_CONTINUOUS_RUN_S="30")
     ui = DagsterUI(f"http://127.0.0.1:{env['OFFSET_PIPELINE_UI_PORT']}", base / "dagster_home", env, base / "bin-up.log")
     with open(ui.log_path, "wb") as log:
         proc = subprocess.Popen([str(REPO_ROOT / "bin" / "up")], cwd=REPO_ROOT, env=env, stdout=log,

@@ -117,7 +117,7 @@ def test_a_backfill_of_two_audit_days_launched_from_the_ui_completes(dagster_ui,
 
 
 def test_the_continuous_run_started_by_its_sensor_shows_readiness_to_switch(dagster_ui, page):
-    """The default mode as bin/up runs it: the sensor's continuous run (one minute in this stack)
+    """The default mode as bin/up runs it: the sensor's continuous run (half a minute in this stack)
     materializes offset_continuous_sync, and its page shows the readiness table of its metadata."""
     with dg.DagsterInstance.from_config(str(dagster_ui.dagster_home)) as instance:
         deadline = time.monotonic() + 360

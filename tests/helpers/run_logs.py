@@ -1,0 +1,17 @@
+"""What an in-process Dagster run has logged so far, read while it runs (from another thread): how a
+fault test knows the run has met the fault, rather than sleeping and hoping it did."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+#: The continuous run's warning for a cluster that stopped answering (continuous/loop.py)
+CLUSTER_UNAVAILABLE = "offset-sync cluster unavailable:"
+
+
+def logged(instance: dg.DagsterInstance, text: str) -> bool:
+    """Whether the newest run of ``instance`` (an ephemeral one, given to ``dg.materialize``) has
+    logged a message containing ``text``. The event log keeps every level, whatever the console
+    logger's."""
+    runs = instance.get_runs(limit=1)
+    return bool(runs) and any(text in (entry.user_message or "") for entry in instance.all_logs(runs[0].run_id))
