@@ -85,6 +85,7 @@ OWN_CLUSTER_MODULES = frozenset({
     "tests/devstack/test_mirror_recovery_mm2.py",
     "tests/devstack/test_mirrormaker2.py",
     "tests/fast_forward/test_stale_fast_forward_mm2.py",
+    "tests/kafka_io/test_commit_log.py",
     "tests/kafka_io/test_offset_syncs.py",
     "tests/readiness/test_readiness_outage.py",
     "tests/sync/test_offset_sync_commit.py",
@@ -287,12 +288,9 @@ def chdb_dsn(tmp_path):
     close_embedded_clients()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def kafka_clients_of_this_process_closed_after_each_module():
-    """Read consumers pooled by kafka_io and the shared admin clients (in this process) for the
-    clusters a module started and stopped would otherwise keep reconnecting to them, and logging
-    it, to the end of the run."""
-    yield
+def close_kafka_clients_of_this_process() -> None:
+    """Read consumers pooled by kafka_io and the shared admin clients (in this process) for clusters
+    that stop would otherwise keep reconnecting to them, and logging it, to the end of the run."""
     from offset_pipeline.kafka_io.cluster_client import release_shared_admins
     from offset_pipeline.kafka_io.partition_records import CONSUMERS
 
@@ -301,6 +299,12 @@ def kafka_clients_of_this_process_closed_after_each_module():
     # A client still held by a reference cycle (a kept traceback's frames, a callback) would live,
     # and reconnect, until the collector happened to run: collect now.
     gc.collect()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kafka_clients_of_this_process_closed_after_each_module():
+    yield
+    close_kafka_clients_of_this_process()
 
 
 @pytest.fixture(scope="session")
@@ -321,6 +325,7 @@ def started_pair(kafka_jars: Path, base: Path):
             list(pool.map(lambda cluster: cluster.start(), clusters))
         yield KafkaPair(*clusters)
     finally:
+        close_kafka_clients_of_this_process()  # before their clusters go, not after the module
         # Both at once, as they started, each with the short grace of a throwaway broker.
         with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
             list(pool.map(lambda cluster: cluster.stop(timeout=THROWAWAY_BROKER_GRACE_S), clusters))
@@ -452,6 +457,7 @@ def own_idc2(kafka_jars, tmp_path_factory):
                            kafka_jars)
     cluster.start()
     yield cluster
+    close_kafka_clients_of_this_process()  # before the cluster goes, not after the module
     cluster.stop(timeout=THROWAWAY_BROKER_GRACE_S)
 
 

@@ -16,7 +16,7 @@ from devstack.cluster import KafkaCluster
 from devstack.mirror import MirrorEndpoint
 from devstack.secure_cluster import ADMIN_USER, SYNC_USER, SecureAccess, secure_cluster
 from devstack.sync_acls import revoke_all
-from tests.conftest import THROWAWAY_BROKER_GRACE_S, free_port
+from tests.conftest import THROWAWAY_BROKER_GRACE_S, close_kafka_clients_of_this_process, free_port
 
 CLUSTERS = ("idc1", "idc2")
 
@@ -59,10 +59,7 @@ def session_secure_pair(kafka_jars, tmp_path_factory) -> SecurePair:
     """One secure pair for the whole test run (a pair takes ~25 s to make and start)."""
     with started_secure_pair(kafka_jars, tmp_path_factory.mktemp("secure")) as pair:
         yield pair
-        # This process's pooled read consumers (kafka_io) would keep reconnecting to the stopped brokers.
-        from offset_pipeline.kafka_io.partition_records import CONSUMERS
-
-        CONSUMERS.close()
+        close_kafka_clients_of_this_process()  # before the brokers stop
 
 
 @pytest.fixture(scope="module")
