@@ -132,7 +132,12 @@ def _io(context, idc1: KafkaClusterResource, idc2: KafkaClusterResource, clickho
         if clickhouse.embedded:
             close_embedded_clients(clickhouse.dsn)
 
-    def queued_fast_forward() -> str | None:
+    def stop_reason() -> str | None:
+        # A stop asked of this run through the instance (its status set to CANCELING) ends it at this
+        # checkpoint, with its final checkpoint written, instead of at its rollover.
+        own = context.instance.get_run_by_id(context.run.run_id)
+        if own is not None and own.status == dg.DagsterRunStatus.CANCELING:
+            return "stop requested (run canceling)"
         # A fast-forward waits for the sync run (one run with the sync tag at a time): the run ends
         # at this checkpoint instead of at its rollover, the queue starts the fast-forward, the
         # sensor the next continuous run.
@@ -143,7 +148,7 @@ def _io(context, idc1: KafkaClusterResource, idc2: KafkaClusterResource, clickho
     return ContinuousIO(
         clusters={r.cluster_name: r for r in (idc1, idc2)}, clickhouse=clickhouse,
         run_spark=lambda job: translate_on_spark(context, spark, job), spark_bound_s=spark.job_timeout_s,
-        release_clickhouse=release, yield_to=queued_fast_forward,
+        release_clickhouse=release, yield_to=stop_reason,
     )
 
 

@@ -121,7 +121,7 @@ class ContinuousIO:
     ``ClickHouseResource``; ``run_spark(job)``: a ``TranslationJob``'s rows, or ``spark_unavailable``
     rows when Spark failed (never raises); ``release_clickhouse()``: let go of the embedded engine's
     data folder between checkpoints; ``yield_to()``, asked at every checkpoint: why the run should end
-    now for other work (a fast-forward queued behind it), or None."""
+    now (a stop asked of it, or a fast-forward queued behind it), or None."""
 
     clusters: Mapping[str, Any]
     clickhouse: Any

@@ -42,6 +42,7 @@ from offset_pipeline.translation import offset_syncs_topic
 from tests.conftest import THROWAWAY_MIRROR_GRACE_S, free_port, wait_for
 from tests.helpers.groups import Member, committed
 from tests.helpers.records import read_values, records_in
+from tests.helpers.run_logs import request_stop
 
 pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
@@ -131,7 +132,8 @@ def test_a_continuous_run_commits_behind_plain_mirror_maker_2(kafka_pair, chdb_d
     group = f"mm2 continuous {uuid.uuid4().hex[:6]} ü"
     member = Member(kafka_pair.bootstrap(ACTIVE), group, topic)
     outcome: dict = {}
-    run_for_s = 90
+    run_for_s = 90  # at most: the test ends the run once it has seen the commit
+    instance = dg.DagsterInstance.ephemeral()
 
     def materialize() -> None:
         outcome["result"] = dg.materialize([offset_continuous_sync], resources=resources(kafka_pair, chdb_dsn),
@@ -139,7 +141,7 @@ def test_a_continuous_run_commits_behind_plain_mirror_maker_2(kafka_pair, chdb_d
                                                "run_for_s": run_for_s, "checkpoint_s": 5,
                                                "snapshot": {"group_include": f"^{re.escape(group)}$"},
                                                "translation": {"topic_shapes": {topic: "one_way:idc1"}},
-                                           }}}}, raise_on_error=False)
+                                           }}}}, instance=instance, raise_on_error=False)
 
     end = 40
     try:
@@ -162,11 +164,15 @@ def test_a_continuous_run_commits_behind_plain_mirror_maker_2(kafka_pair, chdb_d
         wait_for(lambda: committed(kafka_pair.bootstrap(STANDBY), group, topic) == {0: want} or not runner.is_alive(),
                  timeout=30, what="the continuous run's commit by offset syncs")
         assert committed(kafka_pair.bootstrap(STANDBY), group, topic) == {0: want}
+        if runner.is_alive():
+            request_stop(instance)  # seen: the run ends at its next checkpoint, its last one written
         runner.join(run_for_s + 180)
         assert not runner.is_alive()
     finally:
         member.close()
     assert outcome["result"].success
+    [materialization] = outcome["result"].asset_materializations_for_node("offset_continuous_sync")
+    assert materialization.metadata["stopped_by"].value in ("stop requested (run canceling)", "rollover")
     assert lost_below(kafka_pair, topic, c, want, end) == []
     client = resources(kafka_pair, chdb_dsn)["clickhouse"].get_client()
     strategies = rows(client, "SELECT strategy, status, committed, standby_offset FROM offset_translations "

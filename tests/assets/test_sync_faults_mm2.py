@@ -59,7 +59,7 @@ from offset_pipeline.translation.headers import ORIGIN_CLUSTER_HEADER, ORIGIN_OF
 
 from tests.conftest import THROWAWAY_BROKER_GRACE_S, THROWAWAY_MIRROR_GRACE_S, KafkaPair, free_port, started_pair, wait_for
 from tests.helpers.groups import Member, committed
-from tests.helpers.run_logs import CLUSTER_UNAVAILABLE, logged
+from tests.helpers.run_logs import CLUSTER_UNAVAILABLE, logged, request_stop
 from tests.helpers.sync_cycles import checks
 
 pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
@@ -77,9 +77,10 @@ KILL_OUTAGE_S = 4.0
 #: fewer than the translation's backward window (50 records), so a two-way group stopped among
 #: them finds a copy of the standby's records below its offset.
 STEADY_RECORDS, OUTAGE_RECORDS = 40, 40
-#: The continuous runs' lengths: the first syncs the groups once after the kills; the second spans
-#: cycles without idc2 (``DOWN_WHILE_RUNNING_S``), its return and MirrorMaker 2's catching up.
-KILLS_RUN_S, DOWN_RUN_S, DOWN_WHILE_RUNNING_S = 40.0, 75.0, 3.0
+#: The continuous runs' longest lengths (each ends as soon as its groups are synced): the first
+#: syncs the groups once after the kills; the second spans cycles without idc2
+#: (``DOWN_WHILE_RUNNING_S``), its return and MirrorMaker 2's catching up.
+KILLS_RUN_S, DOWN_RUN_S, DOWN_WHILE_RUNNING_S = 90.0, 120.0, 3.0
 ASSET = "offset_continuous_sync"
 
 
@@ -237,6 +238,11 @@ class ContinuousRun:
 
     def alive(self) -> bool:
         return self.thread.is_alive()
+
+    def stop(self) -> None:
+        """End the run at its next checkpoint (the test has seen what it waited for)."""
+        if self.thread.is_alive():
+            request_stop(self.instance)
 
     def result(self) -> dg.ExecuteInProcessResult:
         self.thread.join(self.run_for_s + 180)
@@ -405,6 +411,7 @@ def test_after_both_brokers_killed_and_restarted_the_sync_commits_both_groups_an
         two_way.process_up_to(keep_last=STEADY_RECORDS // (2 * PARTITIONS))
         with ContinuousRun(res, [one_way.name, two_way.name], run_for_s=KILLS_RUN_S) as run:
             wait_synced(own_pair, run, one_way, two_way, "both groups synced after the broker kills")
+            run.stop()
         result = run.result()
         outcomes = [fail_over(own_pair, group) for group in (one_way, two_way)]
     finally:
@@ -435,12 +442,13 @@ def test_standby_cluster_down_gives_cluster_unavailable_and_no_commit_then_the_s
             with ContinuousRun(res, names, run_for_s=DOWN_RUN_S) as run:
                 # a cycle without idc2, however long this machine takes for one, then a few more
                 wait_for(lambda: logged(run.instance, CLUSTER_UNAVAILABLE) or not run.alive(),
-                         timeout=DOWN_RUN_S / 2, what="a cycle of the run without idc2")
+                         timeout=60, what="a cycle of the run without idc2")
                 time.sleep(DOWN_WHILE_RUNNING_S)
                 assert run.alive()
                 own_pair.cluster("idc2").start(timeout=180)
                 wait_copied(seen, PRODUCED, what="MirrorMaker 2 copying what idc1 produced while idc2 was down")
                 wait_synced(own_pair, run, one_way, two_way, "both groups synced after idc2's return")
+                run.stop()
         finally:
             own_pair.cluster("idc2").start(timeout=180)
         result = run.result()

@@ -15,12 +15,12 @@ from offset_pipeline.assets.continuous import offset_continuous_sync
 from tests.conftest import wait_for
 from tests.helpers.groups import Member, committed
 from tests.helpers.outages import resources, serves
-from tests.helpers.run_logs import CLUSTER_UNAVAILABLE, logged
+from tests.helpers.run_logs import CLUSTER_UNAVAILABLE, logged, request_stop
 from tests.helpers.topics import PARTITIONS
 
 pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
 
-RUN_FOR_S = 60
+RUN_FOR_S = 120  # at most: the test ends the run once it has seen the sync after the outage
 
 
 def test_a_standby_cluster_down_mid_run_costs_cycles_not_the_run(kafka_pair, own_idc2, outage_topic, chdb_dsn):
@@ -46,7 +46,7 @@ def test_a_standby_cluster_down_mid_run_costs_cycles_not_the_run(kafka_pair, own
         own_idc2.stop()
         member.commit(topic, {p: 15 for p in range(PARTITIONS)})
         # a cycle without idc2, however long this machine takes for one, then a few more seconds of them
-        wait_for(lambda: logged(instance, CLUSTER_UNAVAILABLE) or not runner.is_alive(), timeout=RUN_FOR_S / 2,
+        wait_for(lambda: logged(instance, CLUSTER_UNAVAILABLE) or not runner.is_alive(), timeout=60,
                  what="a cycle without idc2")
         time.sleep(3)
         assert runner.is_alive()
@@ -56,6 +56,7 @@ def test_a_standby_cluster_down_mid_run_costs_cycles_not_the_run(kafka_pair, own
         wait_for(lambda: committed(b2, group, topic) == {p: 15 for p in range(PARTITIONS)}, timeout=30,
                  what="the sync after idc2's return")
         assert runner.is_alive(), "the run ended before idc2 came back: make RUN_FOR_S longer"
+        request_stop(instance)  # all seen: the run ends at its next checkpoint, its last one written
         runner.join(RUN_FOR_S + 120)
     finally:
         member.close()
@@ -72,6 +73,7 @@ def test_a_standby_cluster_down_mid_run_costs_cycles_not_the_run(kafka_pair, own
     [materialization] = result.asset_materializations_for_node("offset_continuous_sync")
     meta = {k: v.value for k, v in materialization.metadata.items()}
     assert meta["status_cluster_unavailable"] >= PARTITIONS  # named, never committed
+    assert meta["stopped_by"] == "stop requested (run canceling)"  # ended at a checkpoint, asked to
     client = res["clickhouse"].get_client()
     wrote_while_down = client.query(
         "SELECT count() FROM offset_commits WHERE group_id = {g:String} AND applied AND translation_status = "

@@ -15,3 +15,14 @@ def logged(instance: dg.DagsterInstance, text: str) -> bool:
     logger's."""
     runs = instance.get_runs(limit=1)
     return bool(runs) and any(text in (entry.user_message or "") for entry in instance.all_logs(runs[0].run_id))
+
+
+def request_stop(instance: dg.DagsterInstance) -> str:
+    """Ask the newest run of ``instance`` to stop, as Dagster's Terminate does first (status
+    CANCELING): a continuous run then ends at its next checkpoint, with its final checkpoint and
+    materialization, instead of at the end of its ``run_for_s``. A test that has seen what it waited
+    for ends the run this way. Returns the run's id."""
+    [run] = instance.get_runs(limit=1)
+    assert run.status == dg.DagsterRunStatus.STARTED, f"run {run.run_id} is {run.status}, not in flight"
+    instance.report_run_canceling(run)
+    return run.run_id
