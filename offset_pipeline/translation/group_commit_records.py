@@ -182,3 +182,16 @@ def _offset_commit(group: str, topic: str, partition: int, value: bytes) -> Comm
     return OffsetCommitRecord(group, topic, partition, offset, metadata or "", committed_at,
                               leader_epoch=None if epoch < 0 else epoch,
                               expire_timestamp_ms=None if expires_at < 0 else expires_at, value_version=version)
+
+
+def commit_log_partition(group: str, partitions: int) -> int:
+    """The partition of ``__consumer_offsets`` (of ``partitions``) that holds ``group``'s records: the
+    group coordinator's choice, ``Utils.abs(groupId.hashCode()) % partitions`` (Java's ``String.hashCode``
+    over UTF-16 code units, 32-bit overflow; ``Utils.abs`` masks the sign bit)."""
+    if partitions <= 0:
+        raise ValueError(f"a commit log has at least one partition, not {partitions}")
+    h = 0
+    data = group.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return (h & 0x7FFFFFFF) % partitions

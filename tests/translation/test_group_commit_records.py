@@ -16,6 +16,7 @@ from offset_pipeline.translation.group_commit_records import (
     OffsetDeletion,
     OtherRecord,
     UnreadableRecord,
+    commit_log_partition,
     parse_commit_log_record,
     record_kind,
 )
@@ -140,3 +141,19 @@ def test_a_commit_written_in_any_version_reads_back_as_written(group, topic, par
 def test_no_bytes_make_the_reader_raise(raw_key, raw_value):
     got = parse_commit_log_record(raw_key, raw_value)
     assert record_kind(got) in {"offset_commit", "offset_deletion", "unreadable"} or record_kind(got).startswith("type_")
+
+
+@pytest.mark.parametrize("group, partitions, expected", [
+    ("", 50, 0),
+    ("a", 50, 97 % 50),
+    ("ab", 50, (97 * 31 + 98) % 50),
+    ("polygenelubricants", 50, 0),  # Java's hashCode is Integer.MIN_VALUE: the sign bit masked, 0
+    ("\U0001f600", 7, (0xD83D * 31 + 0xDE00) % 7),  # outside the BMP: two UTF-16 code units
+])
+def test_the_commit_log_partition_of_a_group_is_the_coordinators(group, partitions, expected):
+    assert commit_log_partition(group, partitions) == expected
+
+
+def test_a_commit_log_has_partitions():
+    with pytest.raises(ValueError, match="at least one partition"):
+        commit_log_partition("g", 0)

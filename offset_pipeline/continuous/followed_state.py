@@ -1,0 +1,157 @@
+"""What a continuous run knows of one cluster's group commits by following its commit log, which
+groups changed, and how that knowledge compares with a full listing of the groups (pure: no Kafka,
+Spark, Dagster or ClickHouse).
+
+The run seeds a :class:`FollowedOffsets` with a full listing, then applies every commit the
+follower (``kafka_io/commit_log.py``) hands over. The commits tell the run *which* groups to read
+again now (:meth:`FollowedOffsets.take_changed`); the facts a translation uses are still read from
+the cluster. On a slow timer the run lists every group again and :meth:`FollowedOffsets.reconcile`
+says where the followed offsets and the listing disagree: a commit the follower missed, or one it
+saw that the cluster does not have. Expected: none.
+
+A listing is not an instant of the log: commits go on while the groups are listed. So the run notes
+the state's sequence number before it lists (``since``), waits until the follower has read the
+log up to its end read after the listing, and compares only what no commit applied after ``since``
+touched, in log partitions the follower has read to that end (``reached``).
+
+Invariants (tests/continuous/test_followed_state.py, table-driven and property-based):
+
+* **seeded**: after :meth:`seed`, the followed offsets equal the listing;
+* **applied in order**: a commit sets its group-partition's offset, a deletion (offset None) removes
+  it; the last one applied wins, as in the cluster (a group lives in one log partition, whose
+  records the follower reads in order);
+* **changed once**: every group a commit or deletion touched since the last :meth:`take_changed` is
+  in its answer, exactly once, and no other group;
+* **no false difference**: when the follower has applied exactly the commits the listing reflects,
+  :meth:`reconcile` finds no difference, whatever commits were applied after ``since``;
+* **every real difference**: a group-partition untouched since ``since``, in a reached log partition,
+  whose followed offset is not the listed one (or is present on one side only) is a difference;
+* **healed**: after :meth:`reconcile`, the compared group-partitions hold the listing's offsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
+
+TopicPartitionKey = tuple[str, int]
+#: group id -> (topic, partition) -> committed offset, as a full listing gives it
+Listing = Mapping[str, Mapping[TopicPartitionKey, int]]
+
+
+class FollowedCommitFacts(Protocol):
+    """What :meth:`FollowedOffsets.apply` needs of a followed commit (``kafka_io.commit_log.FollowedCommit``)."""
+
+    group: str
+    topic: str
+    partition: int
+    offset: int | None  # None: a deletion
+
+
+class DifferenceKind(str, Enum):
+    """How the followed offsets and a full listing disagree on a group-partition."""
+
+    OFFSET = "offset"  # both have it, at different offsets
+    MISSED = "missed"  # the listing has it, the follower has not (a commit it missed)
+    EXTRA = "extra"  # the follower has it, the listing has not (a deletion it missed)
+
+
+@dataclass(frozen=True)
+class Difference:
+    group: str
+    topic: str
+    partition: int
+    followed: int | None
+    listed: int | None
+    kind: DifferenceKind
+
+    def __str__(self) -> str:
+        return (f"{self.kind.value}: group {self.group!r} {self.topic}[{self.partition}] followed "
+                f"{self.followed} listed {self.listed}")
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """One comparison with a full listing: how many group-partitions were compared, left out (a
+    commit applied since ``since``, or a log partition not read to its end yet), and the differences."""
+
+    compared: int
+    skipped_changed: int
+    skipped_unreached: int
+    differences: tuple[Difference, ...] = ()
+
+
+@dataclass
+class FollowedOffsets:
+    """One cluster's committed offsets as followed (see the module's docstring)."""
+
+    offsets: dict[str, dict[TopicPartitionKey, int]] = field(default_factory=dict)
+    sequence: int = 0  # commits applied so far
+    _touched_at: dict[tuple[str, str, int], int] = field(default_factory=dict)  # group-partition -> its last commit's sequence
+    _changed: set[str] = field(default_factory=set)
+
+    def seed(self, listing: Listing) -> None:
+        """The followed offsets become ``listing``'s (the run's first full read)."""
+        self.offsets = {g: dict(parts) for g, parts in listing.items() if parts}
+        self._touched_at.clear()
+
+    def apply(self, commits: Iterable[FollowedCommitFacts], keep: Callable[[str], bool] = lambda group: True) -> int:
+        """Apply ``commits`` in order (those of groups ``keep`` accepts); the count applied."""
+        applied = 0
+        for c in commits:
+            if not keep(c.group):
+                continue
+            self.sequence += 1
+            applied += 1
+            key = (c.topic, c.partition)
+            if c.offset is None:
+                parts = self.offsets.get(c.group)
+                if parts is not None:
+                    parts.pop(key, None)
+                    if not parts:
+                        del self.offsets[c.group]
+            else:
+                self.offsets.setdefault(c.group, {})[key] = c.offset
+            self._touched_at[(c.group, c.topic, c.partition)] = self.sequence
+            self._changed.add(c.group)
+        return applied
+
+    def take_changed(self) -> set[str]:
+        """The groups a commit or deletion touched since the last call (each once)."""
+        changed, self._changed = self._changed, set()
+        return changed
+
+    def reconcile(self, listing: Listing, since: int, reached: Callable[[str], bool] = lambda group: True
+                  ) -> Reconciliation:
+        """Compare with ``listing`` (made after the state's sequence was ``since``), then take the
+        listing's offsets where they were compared. ``reached(group)``: whether the follower has read
+        the group's log partition up to its end read after the listing."""
+        compared = skipped_changed = skipped_unreached = 0
+        differences: list[Difference] = []
+        for group in sorted(set(self.offsets) | set(listing)):
+            followed, listed = self.offsets.get(group, {}), listing.get(group, {})
+            keys = set(followed) | set(listed)
+            if not reached(group):
+                skipped_unreached += len(keys)
+                continue
+            for key in sorted(keys):
+                if self._touched_at.get((group, *key), 0) > since:
+                    skipped_changed += 1
+                    continue
+                compared += 1
+                f, l_ = followed.get(key), listed.get(key)
+                if f != l_:
+                    kind = DifferenceKind.OFFSET if f is not None and l_ is not None else (
+                        DifferenceKind.MISSED if f is None else DifferenceKind.EXTRA)
+                    differences.append(Difference(group, key[0], key[1], f, l_, kind))
+        for d in differences:  # healed: the listing is the cluster's word
+            if d.listed is None:
+                parts = self.offsets.get(d.group, {})
+                parts.pop((d.topic, d.partition), None)
+                if not parts:
+                    self.offsets.pop(d.group, None)
+            else:
+                self.offsets.setdefault(d.group, {})[(d.topic, d.partition)] = d.listed
+        return Reconciliation(compared, skipped_changed, skipped_unreached, tuple(differences))
