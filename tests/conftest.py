@@ -67,6 +67,7 @@ WHOLE_STACK_MODULES = frozenset({
     "tests/devstack/test_spark_connect.py",
     "tests/devstack/test_spark_standalone.py",
     "tests/devstack/test_stack.py",
+    "tests/sensors/test_daemon_restart.py",
     "tests/sensors/test_dagster_on_postgres.py",
     "tests/ui/test_project_parts.py",
     "tests/ui/test_ui_runs.py",
@@ -87,7 +88,6 @@ OWN_CLUSTER_MODULES = frozenset({
     "tests/kafka_io/test_commit_log.py",
     "tests/kafka_io/test_offset_syncs.py",
     "tests/readiness/test_readiness_outage.py",
-    "tests/sensors/test_daemon_restart.py",
     "tests/sync/test_offset_sync_commit.py",
 })
 #: Work units whose modules one worker runs one after the other (unit: (marker, modules)), in the

@@ -27,7 +27,7 @@ from tests.conftest import wait_for
 from tests.helpers.dagster_daemon import Daemon
 from tests.helpers.groups import Member, committed
 
-pytestmark = [pytest.mark.kafka, pytest.mark.own_clusters]
+pytestmark = [pytest.mark.kafka, pytest.mark.whole_stack]
 
 TOPIC, GROUP = "orders.restart", "payments-restart"
 INTERVAL_S = 10
