@@ -477,6 +477,19 @@ def continuous_run_s(env: Mapping[str, str] | None = None) -> float:
     return positive_number(env, "OFFSET_PIPELINE_CONTINUOUS_RUN_S", 900.0)
 
 
+def follow_commit_log(env: Mapping[str, str] | None = None) -> bool:
+    """``OFFSET_PIPELINE_FOLLOW_COMMIT_LOG`` (default on): a continuous run follows both clusters'
+    ``__consumer_offsets`` and reads only the groups that committed; off (or a principal without Read
+    on it), every cycle lists every group."""
+    return _flag(env, "OFFSET_PIPELINE_FOLLOW_COMMIT_LOG", default=True)
+
+
+def reconcile_s(env: Mapping[str, str] | None = None) -> float:
+    """``OFFSET_PIPELINE_RECONCILE_S`` (default 60): while the commit logs are followed, how often a
+    continuous cycle lists every group anyway and compares the listing with what it followed."""
+    return positive_number(env, "OFFSET_PIPELINE_RECONCILE_S", 60.0)
+
+
 def checkpoint_s(env: Mapping[str, str] | None = None) -> float:
     """``OFFSET_PIPELINE_CHECKPOINT_S`` (default 30): how often a continuous run writes its state to
     ClickHouse as one cycle (snapshot, translations, commits, monitoring rows)."""

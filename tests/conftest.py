@@ -153,6 +153,10 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_configure(config):
+    from tests.helpers.timeline import Timeline
+
+    artifacts = Path(os.environ.get("OFFSET_PIPELINE_TEST_ARTIFACTS") or Path(__file__).parent.parent / "test-artifacts")
+    config.pluginmanager.register(Timeline(artifacts / "timeline", xdist_work_unit), "offset-pipeline-timeline")
     # This process's local Spark driver (the sync's default engine in the tests).
     from offset_pipeline.resources import spark
 

@@ -30,6 +30,7 @@ from offset_pipeline.assets.readiness_checks import (
 from offset_pipeline.assets.snapshot import SnapshotConfig
 from offset_pipeline.assets.translation import TranslationConfig, translate_on_spark
 from offset_pipeline.continuous.checkpoint import CheckpointSettings
+from offset_pipeline.continuous.cycle_reads import FollowSettings, FollowStatus
 from offset_pipeline.continuous.loop import (
     ContinuousIO,
     ContinuousSettings,
@@ -44,7 +45,7 @@ from offset_pipeline.resources import (
 )
 from offset_pipeline.resources.clickhouse import close_embedded_clients
 from offset_pipeline.run_targets import FAST_FORWARD_JOB, SYNC_POOL
-from offset_pipeline.settings import checkpoint_s, continuous_run_s, offset_syncs_topics
+from offset_pipeline.settings import checkpoint_s, continuous_run_s, follow_commit_log, offset_syncs_topics, reconcile_s
 from offset_pipeline.sync.commit_checks import (
     FRESHNESS_CHECK,
     MAX_LISTED,
@@ -56,6 +57,7 @@ from offset_pipeline.sync.translation_step import ReadSettings
 ASSET = "offset_continuous_sync"
 CLUSTERS_READABLE_CHECK = "clusters_readable"
 CHECKPOINTS_CHECK = "checkpoints_written"
+COMMIT_LOG_CHECK = "commit_log_followed"
 
 
 class ContinuousSyncConfig(dg.Config):
@@ -70,6 +72,12 @@ class ContinuousSyncConfig(dg.Config):
                                        "whatever happened")
     local_max_partitions: int = Field(default=1000, ge=0,
                                       description="a cycle with more Kafka partitions to translate uses Spark")
+    follow_commit_log: bool = Field(default_factory=follow_commit_log,
+                                    description="follow both clusters' __consumer_offsets and read only the groups "
+                                                "that committed (OFFSET_PIPELINE_FOLLOW_COMMIT_LOG)")
+    reconcile_s: float = Field(default_factory=reconcile_s, gt=0,
+                               description="while following, list every group this often and compare "
+                                           "(OFFSET_PIPELINE_RECONCILE_S)")
     snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
     translation: TranslationConfig = Field(default_factory=TranslationConfig)
     commit: CommitConfig = Field(default_factory=CommitConfig)
@@ -96,6 +104,9 @@ def _freshness_fail_window() -> timedelta:
                           description="Both clusters answered every cycle (WARN: names the clusters and how many "
                                       "cycles their groups were not synced)."),
         dg.AssetCheckSpec(READINESS_CHECK, asset=ASSET, description="At the run's end: " + READINESS_CHECK_DESCRIPTION),
+        dg.AssetCheckSpec(COMMIT_LOG_CHECK, asset=ASSET,
+                          description="Both clusters' commit logs were followed and every listing matched what was "
+                                      "followed (WARN: names the cluster polled and why, or the differences)."),
         dg.AssetCheckSpec(CHECKPOINTS_CHECK, asset=ASSET,
                           description="ClickHouse took every checkpoint (WARN: rows spooled or monitoring rows dropped; "
                                       "the sync committed anyway)."),
@@ -117,10 +128,12 @@ def offset_continuous_sync(
     summary = sync.run(config.run_for_s)
     freshness = sync.freshness()
     readiness = sync.last_readiness
+    followed = sync.follow_status
     return dg.MaterializeResult(
-        metadata={**_metadata(summary, time.monotonic() - started), **readiness_metadata(readiness)},
+        metadata={**_metadata(summary, time.monotonic() - started), **_follow_metadata(followed),
+                  **readiness_metadata(readiness)},
         check_results=[_no_loss(summary), freshness.to_result(), _clusters_readable(summary), readiness_check(readiness),
-                       _checkpoints(summary)],
+                       _commit_log(followed), _checkpoints(summary)],
     )
 
 
@@ -167,6 +180,7 @@ def _settings(config: ContinuousSyncConfig, idc1: KafkaClusterResource, idc2: Ka
         retry_s=config.retry_s,
         local_max_partitions=config.local_max_partitions, max_sync_age_s=config.commit.max_sync_age_s,
         offset_syncs_topics=tuple(offset_syncs_topics(writes_headers=t.mirror_writes_headers)),
+        follow=FollowSettings(config.follow_commit_log, config.reconcile_s),
         checkpoint=CheckpointSettings(
             mirror_window_s=config.metrics.mirror_window_s, lagging_after_s=config.metrics.lagging_after_s,
             shapes=shapes, configured_shapes=dict(t.topic_shapes), clusters=(idc1.cluster_name, idc2.cluster_name),
@@ -228,6 +242,41 @@ def _clusters_readable(summary: RunSummary) -> dg.AssetCheckResult:
             for name, n in sorted(down.items()))),
         metadata={"cycles": summary.cycles, **{f"cycles_unavailable_{name}": n for name, n in sorted(down.items())},
                   **{f"reason_{name}": why[:500] for name, why in sorted(summary.last_unavailable.items())}},
+    )
+
+
+def _follow_metadata(followed: FollowStatus) -> dict:
+    return {
+        **{f"reads_{kind.replace(': ', '_').replace(' ', '_')}": n for kind, n in sorted(followed.reads.items())},
+        **{f"commit_log_{cluster}": mode for cluster, (mode, _why) in sorted(followed.modes.items())},
+        **{f"commit_log_reason_{cluster}": why[:500] for cluster, (_mode, why) in sorted(followed.modes.items()) if why},
+        **{f"commit_log_records_{cluster}": sum(n.values()) for cluster, n in sorted(followed.records.items())},
+        "followed_reconciliations": followed.reconciliations,
+        "followed_compared": followed.compared,
+        "followed_differences": followed.differences,
+    }
+
+
+def _commit_log(followed: FollowStatus) -> dg.AssetCheckResult:
+    polled = {c: (mode, why) for c, (mode, why) in followed.modes.items() if mode != "following"}
+    off = bool(polled) and all(mode == "commit_log_off" for mode, _ in polled.values())
+    passed = not followed.differences and (not polled or off)
+    if followed.differences:
+        description = (f"{followed.differences} difference(s) between the followed offsets and a listing "
+                       f"(of {followed.compared} compared): {'; '.join(followed.examples[:3])}")
+    elif off:
+        description = "following the commit logs is off: every cycle lists every group"
+    elif polled:
+        description = "; ".join(f"{c} polled ({mode}): {why}" for c, (mode, why) in sorted(polled.items()))
+    else:
+        description = (f"both commit logs followed; {followed.reconciliations} listing(s) compared, "
+                       f"{followed.compared} group-partitions, no difference")
+    return dg.AssetCheckResult(
+        check_name=COMMIT_LOG_CHECK, passed=passed, severity=dg.AssetCheckSeverity.WARN, description=description[:1000],
+        metadata={"differences": followed.differences, "compared": followed.compared,
+                  "reconciliations": followed.reconciliations,
+                  **{f"mode_{c}": mode for c, (mode, _why) in sorted(followed.modes.items())},
+                  "first_differences": dg.MetadataValue.json(followed.examples[:MAX_LISTED])},
     )
 
 

@@ -16,12 +16,13 @@ touched, in log partitions the follower has read to that end (``reached``).
 
 Invariants (tests/continuous/test_followed_state.py, table-driven and property-based):
 
-* **seeded**: after :meth:`seed`, the followed offsets equal the listing;
+* **seeded**: after :meth:`seed`, the followed offsets equal the listing, except where a commit
+  applied after the listing began says newer;
 * **applied in order**: a commit sets its group-partition's offset, a deletion (offset None) removes
   it; the last one applied wins, as in the cluster (a group lives in one log partition, whose
   records the follower reads in order);
-* **changed once**: every group a commit or deletion touched since the last :meth:`take_changed` is
-  in its answer, exactly once, and no other group;
+* **changed once**: every group a commit, a deletion or another record of it (:meth:`touch`)
+  touched since the last :meth:`take_changed` is in its answer, exactly once, and no other group;
 * **no false difference**: when the follower has applied exactly the commits the listing reflects,
   :meth:`reconcile` finds no difference, whatever commits were applied after ``since``;
 * **every real difference**: a group-partition untouched since ``since``, in a reached log partition,
@@ -92,10 +93,20 @@ class FollowedOffsets:
     _touched_at: dict[tuple[str, str, int], int] = field(default_factory=dict)  # group-partition -> its last commit's sequence
     _changed: set[str] = field(default_factory=set)
 
-    def seed(self, listing: Listing) -> None:
-        """The followed offsets become ``listing``'s (the run's first full read)."""
-        self.offsets = {g: dict(parts) for g, parts in listing.items() if parts}
-        self._touched_at.clear()
+    def seed(self, listing: Listing, since: int | None = None) -> None:
+        """The followed offsets become ``listing``'s (the first full read after the follower
+        started), except those a commit applied after ``since`` touched: the listing, begun when
+        the sequence was ``since``, may be older than them."""
+        kept = {k: v for k, v in self._touched_at.items() if since is not None and v > since}
+        offsets = {g: dict(parts) for g, parts in listing.items() if parts}
+        for group, topic, partition in kept:
+            value = self.offsets.get(group, {}).get((topic, partition))
+            if value is None:
+                offsets.get(group, {}).pop((topic, partition), None)
+            else:
+                offsets.setdefault(group, {})[(topic, partition)] = value
+        self.offsets = {g: parts for g, parts in offsets.items() if parts}
+        self._touched_at = kept
 
     def apply(self, commits: Iterable[FollowedCommitFacts], keep: Callable[[str], bool] = lambda group: True) -> int:
         """Apply ``commits`` in order (those of groups ``keep`` accepts); the count applied."""
@@ -117,6 +128,11 @@ class FollowedOffsets:
             self._touched_at[(c.group, c.topic, c.partition)] = self.sequence
             self._changed.add(c.group)
         return applied
+
+    def touch(self, groups: Iterable[str], keep: Callable[[str], bool] = lambda group: True) -> None:
+        """``groups`` changed otherwise (a member joined or left): named by the next
+        :meth:`take_changed`, their offsets untouched."""
+        self._changed.update(g for g in groups if keep(g))
 
     def take_changed(self) -> set[str]:
         """The groups a commit or deletion touched since the last call (each once)."""

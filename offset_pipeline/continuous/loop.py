@@ -44,6 +44,7 @@ from offset_pipeline.continuous.checkpoint import (
     CheckpointSettings,
     CheckpointWriter,
 )
+from offset_pipeline.continuous.cycle_reads import CycleReads, FollowSettings
 from offset_pipeline.continuous.local_translation import (
     LocalTranslation,
     partition_count,
@@ -81,7 +82,6 @@ from offset_pipeline.settings import OffsetSyncsTopic
 from offset_pipeline.sync.gc_pause import cyclic_gc_paused
 from offset_pipeline.sync.offset_sync_step import OffsetSyncsReader, restored_reader
 from offset_pipeline.sync.shape_step import sample_and_detect
-from offset_pipeline.sync.snapshot_step import read_clusters
 from offset_pipeline.sync.spark_translation import result_row
 from offset_pipeline.sync.translation_step import (
     ReadSettings,
@@ -111,6 +111,8 @@ class ContinuousSettings:
     # MirrorMaker 2's offset-syncs topics (settings.offset_syncs_topics): read once per cycle, from
     # where the last read stopped; their stamped pairs live in the run's memory
     offset_syncs_topics: tuple[OffsetSyncsTopic, ...] = ()
+    # the clusters' commit logs followed: a cycle reads only the groups that committed (cycle_reads.py)
+    follow: FollowSettings = FollowSettings()
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,9 @@ class ContinuousSync:
         self._admin_configs = {name: resource.admin_config for name, resource in io.clusters.items()}
         self._confs = {name: resource.client_config() for name, resource in io.clusters.items()}
         self._snapshot_calls = {name: IsolatedCalls(name) for name in self.clusters}
+        self._reads = CycleReads(self._admin_configs, {name: r.client_config for name, r in io.clusters.items()},
+                                 settings.group_filter, settings.reads.kafka_timeout_s, self._snapshot_calls,
+                                 settings.follow, log)
         self._group_io = IsolatedGroupIO({name: resource.plain() for name, resource in io.clusters.items()})
         self._local = LocalTranslation()
         self._offset_syncs = OffsetSyncsReader(
@@ -239,6 +244,10 @@ class ContinuousSync:
                     if waiting:
                         self.summary.stopped_by = waiting
                         break
+                if self._reads.last_kind == "followed":
+                    # the next cycle when a commit comes (or after revisit_s: unsettled partitions)
+                    self._reads.wait_for_commits(min(self.settings.revisit_s, max(0.0, deadline - time.monotonic())))
+                    continue
                 rest = self.settings.min_cycle_s - (time.monotonic() - started)
                 if rest > 0:
                     stop.wait(rest)
@@ -262,10 +271,16 @@ class ContinuousSync:
             return None
 
     def close(self) -> None:
+        self._reads.close()
         for calls in self._snapshot_calls.values():
             calls.close()
         self._group_io.close()
         self._local.close()
+
+    @property
+    def follow_status(self):
+        """What the run saw of the commit logs (``continuous/cycle_reads.py``'s ``FollowStatus``)."""
+        return self._reads.report()
 
     def freshness(self, now_s: float | None = None) -> CheckOutcome:
         """``sync_freshness``: each group synced as of the oldest of its partitions' newest sync. A partition
@@ -295,9 +310,7 @@ class ContinuousSync:
                           self.state.previous_committed(), started)
 
     def _read(self, cycle_id: str, time_ms: int):
-        reads = read_clusters(self._admin_configs, self.settings.group_filter, self.settings.reads.kafka_timeout_s,
-                              calls=self._snapshot_calls,
-                              offset_syncs=self._offset_syncs if self.settings.offset_syncs_topics else None)
+        reads = self._reads.read(offset_syncs=self._offset_syncs if self.settings.offset_syncs_topics else None)
         self._unavailable = dict(reads.unavailable)
         self._renew_clients(reads.unavailable)
         return reads.rows(cycle_id, time_ms)

@@ -21,6 +21,7 @@ from offset_pipeline.kafka_io.group_offsets import (
     PartitionRange,
     describe_error,
     read_groups,
+    read_named_groups,
     read_partition_ranges,
     refused_groups,
     topic_partition_counts,
@@ -48,6 +49,20 @@ def cluster_groups(admin_config: dict[str, Any], cluster: str, group_filter: Gro
     admin = shared_admin(admin_config)
     try:
         return read_groups(admin, cluster, group_filter, timeout_s=timeout_s)
+    except Exception as exc:
+        diagnosis = shared_admin_failure(admin_config, cluster)
+        if diagnosis is None:
+            raise
+        raise ClusterConnectionError(diagnosis) from exc
+
+
+def cluster_named_groups(admin_config: dict[str, Any], cluster: str, group_ids: list[str],
+                         timeout_s: float) -> list[GroupState]:
+    """The state and committed offsets of ``group_ids`` on ``cluster`` (those it has), without listing
+    every group; raises as :func:`cluster_groups` does when the cluster cannot be reached."""
+    admin = shared_admin(admin_config)
+    try:
+        return read_named_groups(admin, cluster, group_ids, timeout_s=timeout_s)
     except Exception as exc:
         diagnosis = shared_admin_failure(admin_config, cluster)
         if diagnosis is None:

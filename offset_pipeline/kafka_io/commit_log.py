@@ -31,6 +31,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, 
 from offset_pipeline.translation.group_commit_records import (
     OffsetCommitRecord,
     OffsetDeletion,
+    OtherRecord,
     parse_commit_log_record,
     record_kind,
 )
@@ -62,6 +63,13 @@ class FollowedBatch:
     commits: list[FollowedCommit] = field(default_factory=list)
     counts: Mapping[str, int] = field(default_factory=dict)  # records read by kind
     error: str | None = None  # why the log could not be read (then commits may be partial)
+    # log partition -> the offset the follower reads next (past a transaction's marker once it has
+    # reached the end); and how many partitions the log has (0 before the follower started)
+    positions: Mapping[int, int] = field(default_factory=dict)
+    partitions: int = 0
+    follower_id: str = ""  # which follower read it: a new one may have missed what came between
+    # groups with another record in the batch (a member joined or left, the group's state changed)
+    group_records: list[str] = field(default_factory=list)
 
 
 class CommitLogFollower:
@@ -70,14 +78,17 @@ class CommitLogFollower:
     def __init__(self, cluster: str, client_config: Mapping[str, Any], *, from_beginning: bool = False,
                  timeout_s: float = 10.0):
         self.cluster = cluster
+        self.follower_id = uuid.uuid4().hex
         self._consumer = Consumer({
             **client_config,
-            "group.id": f"offset-pipeline-commit-log-{uuid.uuid4().hex}",  # never joins, never commits
+            "group.id": f"offset-pipeline-commit-log-{self.follower_id}",  # never joins, never commits
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
             "fetch.wait.max.ms": 50,  # a commit is wanted now, not batched for half a second
+            "enable.partition.eof": True,  # the end's offset: past a last marker, which is no record
         })
         self._started = False
+        self._positions: dict[int, int] = {}
         # the commits since this moment (less a margin for the brokers' clocks), or all of them
         self._since_ms = None if from_beginning else int((time.time() - START_MARGIN_S) * 1000)
         self._timeout_s = timeout_s
@@ -95,6 +106,7 @@ class CommitLogFollower:
         partitions = sorted(topic.partitions)
         if self._since_ms is None:
             self._consumer.assign([TopicPartition(COMMIT_LOG_TOPIC, p, OFFSET_BEGINNING) for p in partitions])
+            self._positions = {p: 0 for p in partitions}
             self._started = True
             return None
         # Where the commits since the follower began start, in two batched lookups: the ends first,
@@ -115,17 +127,32 @@ class CommitLogFollower:
         start = [TopicPartition(COMMIT_LOG_TOPIC, e.partition, s.offset if s.offset >= 0 else e.offset)
                  for e, s in zip(ends, since)]
         self._consumer.assign(start)
+        self._positions = {tp.partition: tp.offset for tp in start}
         self._started = True
         return None
+
+    def ends(self) -> dict[int, int]:
+        """Each log partition's end as a read_committed reader sees it (its last stable offset), now:
+        once :attr:`FollowedBatch.positions` are there, every commit made before this call was read."""
+        if not self._started:
+            raise RuntimeError(f"the follower of {self.cluster} has not started: {self.start_error}")
+        ends = self._consumer.offsets_for_times(
+            [TopicPartition(COMMIT_LOG_TOPIC, p, OFFSET_END) for p in sorted(self._positions)], timeout=self._timeout_s)
+        failed = [tp for tp in ends if tp.error is not None or tp.offset < 0]
+        if failed:
+            raise RuntimeError(f"{self.cluster} did not give the end of {COMMIT_LOG_TOPIC} partition "
+                               f"{failed[0].partition}: {failed[0].error or 'no end'}")
+        return {tp.partition: tp.offset for tp in ends}
 
     def poll(self, max_records: int = 10_000, timeout_s: float = 0.5) -> FollowedBatch:
         """The commits that arrived since the last poll (waiting at most ``timeout_s`` for the first)."""
         if not self._started:
             self.start_error = self._start()
             if self.start_error:
-                return FollowedBatch(self.cluster, error=self.start_error)
+                return FollowedBatch(self.cluster, error=self.start_error, follower_id=self.follower_id)
         counts: Counter = Counter()
         commits: list[FollowedCommit] = []
+        groups: list[str] = []
         errors: list[str] = []
         deadline = time.monotonic() + timeout_s
         while len(commits) < max_records:
@@ -139,18 +166,25 @@ class CommitLogFollower:
                 break
             for message in messages:
                 if message.error() is not None:
-                    if message.error().code() != KafkaError._PARTITION_EOF:
+                    if message.error().code() == KafkaError._PARTITION_EOF:
+                        self._positions[message.partition()] = max(message.offset(),
+                                                                   self._positions.get(message.partition(), 0))
+                    else:
                         errors.append(message.error().str())
                     continue
+                self._positions[message.partition()] = message.offset() + 1
                 record = parse_commit_log_record(message.key(), message.value())
                 counts[record_kind(record)] += 1
                 followed = _followed(self.cluster, record, message.partition(), message.offset())
                 if followed is not None:
                     commits.append(followed)
+                elif isinstance(record, OtherRecord) and record.group is not None:
+                    groups.append(record.group)
             if time.monotonic() >= deadline:
                 break
         error = f"{self.cluster} {COMMIT_LOG_TOPIC}: {'; '.join(sorted(set(errors)))}" if errors else None
-        return FollowedBatch(self.cluster, commits, dict(counts), error)
+        return FollowedBatch(self.cluster, commits, dict(counts), error, dict(self._positions), len(self._positions),
+                             self.follower_id, groups)
 
     def close(self) -> None:
         try:
@@ -167,3 +201,33 @@ def _followed(cluster: str, record, log_partition: int, log_offset: int) -> Foll
         return FollowedCommit(cluster, record.group, record.topic, record.partition, None, None, log_partition,
                               log_offset)
     return None
+
+
+# -- in a child process of the run (kafka_io/isolated.py): one follower per cluster, kept between calls
+
+_FOLLOWERS: dict[str, CommitLogFollower] = {}
+
+
+def follow(cluster: str, client_config: Mapping[str, Any], max_records: int, timeout_s: float,
+           kafka_timeout_s: float = 10.0) -> FollowedBatch:
+    """The next batch of ``cluster``'s follower in this process (started at the first call: the
+    commits since then, less the start margin). A batch with an error keeps the follower; the caller
+    decides whether to go on or :func:`stop_following`."""
+    follower = _FOLLOWERS.get(cluster)
+    if follower is None:
+        follower = _FOLLOWERS[cluster] = CommitLogFollower(cluster, client_config, timeout_s=kafka_timeout_s)
+    return follower.poll(max_records, timeout_s)
+
+
+def followed_ends(cluster: str) -> dict[int, int]:
+    """:meth:`CommitLogFollower.ends` of ``cluster``'s follower in this process."""
+    follower = _FOLLOWERS.get(cluster)
+    if follower is None:
+        raise RuntimeError(f"no follower of {cluster} in this process")
+    return follower.ends()
+
+
+def stop_following(cluster: str) -> None:
+    follower = _FOLLOWERS.pop(cluster, None)
+    if follower is not None:
+        follower.close()

@@ -96,6 +96,21 @@ def read_groups(admin: AdminClient, cluster: str, groups: GroupFilter, timeout_s
         first = listing.errors[0]
         raise first if isinstance(first, BaseException) else KafkaException(first)
     ids = sorted(g.group_id for g in listing.valid if groups.matches(g.group_id))
+    return _described_groups(admin, cluster, ids, deadline, timeout_s)
+
+
+def read_named_groups(admin: AdminClient, cluster: str, group_ids: list[str], timeout_s: float = 15.0) -> list[GroupState]:
+    """:func:`read_groups` for ``group_ids`` only, without listing every group (the groups a
+    commit-log follower saw change). A group the cluster does not have (state DEAD, no offset) is left
+    out, as a listing leaves it out; one that cannot be read is returned with ``read_error``."""
+    states = _described_groups(admin, cluster, sorted(set(group_ids)), Deadline(timeout_s), timeout_s)
+    absent = lambda g: ("GROUP_ID_NOT_FOUND" in g.read_error if g.read_error
+                        else not g.committed and g.state.upper() == "DEAD")
+    return [g for g in states if not absent(g)]
+
+
+def _described_groups(admin: AdminClient, cluster: str, ids: list[str], deadline: Deadline,
+                      timeout_s: float) -> list[GroupState]:
     if not ids:
         return []
     described = admin.describe_consumer_groups(ids, request_timeout=timeout_s)

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from offset_pipeline.kafka_io.cluster_snapshot import (
     ClusterRanges,
     cluster_groups,
+    cluster_named_groups,
     cluster_ranges,
 )
 from offset_pipeline.kafka_io.connection_probe import explained
@@ -93,6 +94,21 @@ class _ClusterReader:
         except Exception as exc:  # noqa: BLE001 - this cluster's facts are unknown; the other's are not
             return exc
 
+    def named_groups_of(self, cluster: str, previous: list[GroupState], group_ids: list[str]
+                        ) -> list[GroupState] | Exception:
+        """``previous`` (the cluster's groups as last read) with ``group_ids``, and any group whose
+        facts were not read last time, read again."""
+        reread = set(group_ids) | {g.group_id for g in previous if g.read_error}
+        kept = [g for g in previous if g.group_id not in reread]
+        if not reread:
+            return kept
+        try:
+            fresh = self.calls[cluster].call(cluster_named_groups, self.admin_configs[cluster](), cluster,
+                                             sorted(reread), self.timeout_s, timeout_s=self.timeout_s + CHILD_START_S)
+        except Exception as exc:  # noqa: BLE001 - this cluster's facts are unknown; the other's are not
+            return exc
+        return sorted(kept + fresh, key=lambda g: g.group_id)
+
     def ranges_of(self, cluster: str, partitions: list[tuple[str, int]], unlisted_groups: list[str]) -> ClusterRanges:
         try:
             # three bounded requests: metadata, offsets (one deadline), topic configs; the unlisted
@@ -118,16 +134,28 @@ class _ClusterReader:
             c.close()
 
 
+@dataclass(frozen=True)
+class ChangedGroups:
+    """A read of only the groups that changed (a commit-log follower saw them commit): each cluster's
+    groups as last read (``previous``), and the ids to read again on every cluster."""
+
+    previous: Mapping[str, list[GroupState]]
+    group_ids: list[str]
+
+
 def read_clusters(admin_configs: AdminConfigs, group_filter: GroupFilter, timeout_s: float,
                   calls: Mapping[str, IsolatedCalls] | None = None,
-                  offset_syncs: OffsetSyncsReader | None = None) -> ClusterReads:
+                  offset_syncs: OffsetSyncsReader | None = None,
+                  changed: ChangedGroups | None = None) -> ClusterReads:
     """Every cluster's groups, then the log facts of the partitions they involve, ``timeout_s`` per
     Kafka wait. Never raises for a cluster that cannot be read: it is in ``unavailable``.
 
     ``calls``: a child process per cluster that outlives this read (a continuous run's, closed by its
     owner); by default each cluster gets one for this read only. ``offset_syncs``: MirrorMaker 2's
     offset-syncs topics, read alongside the groups, so before every log range, then stamped with the
-    log ends (``sync/offset_sync_step.py``: a pair is stamped only with an end read after it)."""
+    log ends (``sync/offset_sync_step.py``: a pair is stamped only with an end read after it).
+    ``changed``: instead of listing every group, the groups as last read with the changed ones read
+    again (the log facts are read for every partition involved, as always)."""
     # Each cluster's reads in a child process of its own (kafka_io/isolated.py): librdkafka can
     # abort its process when admin requests time out around a broker restart; so it costs only that
     # cluster's facts. Both clusters are read at once.
@@ -141,7 +169,11 @@ def read_clusters(admin_configs: AdminConfigs, group_filter: GroupFilter, timeou
                                 thread_name_prefix="offset-snapshot") as pool:
             syncs_reads = [pool.submit(offset_syncs.read_one, (t.source, t.target),
                                        reader.call_on(t.stored_on), timeout_s) for t in syncs_topics]
-            listed = pool.map(lambda name: reader.groups_of(name, group_filter), admin_configs)
+            if changed is None:
+                listed = pool.map(lambda name: reader.groups_of(name, group_filter), admin_configs)
+            else:
+                listed = pool.map(lambda name: reader.named_groups_of(name, list(changed.previous.get(name, [])),
+                                                                      changed.group_ids), admin_configs)
             for name, groups in zip(admin_configs, listed):
                 reads.add_groups(name, groups)
             for done in syncs_reads:  # every pair read is read before any log end below

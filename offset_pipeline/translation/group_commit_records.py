@@ -25,8 +25,8 @@ Invariants (tests/translation/test_group_commit_records.py):
 * an offset commit decodes to exactly the fields it was written with, for every value version;
 * a record decodes whole or not at all: bytes left over after the last field are unreadable
   (a v4 value's unknown tagged fields are read past, as Kafka's own reader does);
-* a record type other than an offset commit is an :class:`OtherRecord` naming the type, whatever
-  its value holds.
+* a record type other than an offset commit is an :class:`OtherRecord` naming the type and, when
+  its key starts with one, the group, whatever its value holds.
 """
 
 from __future__ import annotations
@@ -65,9 +65,12 @@ class OffsetDeletion:
 
 @dataclass(frozen=True)
 class OtherRecord:
-    """A record of another type (group metadata, the new protocol's records, ...): skipped."""
+    """A record of another type (group metadata, the new protocol's records, ...): skipped as an
+    offset, but ``group`` says whose it is (every group coordinator record's key starts with the group
+    id; None when the key does not): a member joined or left, the group's state changed."""
 
     record_type: int
+    group: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ def parse_commit_log_record(key: bytes | None, value: bytes | None) -> CommitLog
         reader = _Reader(key)
         record_type = reader.int16()
         if record_type not in OFFSET_COMMIT_TYPES:
-            return OtherRecord(record_type)
+            return OtherRecord(record_type, _leading_group(reader))
         group, topic, partition = reader.string(), reader.string(), reader.int32()
         if reader.rest():
             return UnreadableRecord(f"{reader.rest()} bytes after an offset commit's key")
@@ -163,6 +166,13 @@ def parse_commit_log_record(key: bytes | None, value: bytes | None) -> CommitLog
         return UnreadableRecord(f"truncated: {exc}")
     except UnicodeDecodeError as exc:
         return UnreadableRecord(f"a name that is not UTF-8: {exc.reason}")
+
+
+def _leading_group(reader: _Reader) -> str | None:
+    try:
+        return reader.string()
+    except (_Truncated, UnicodeDecodeError):
+        return None
 
 
 def _offset_commit(group: str, topic: str, partition: int, value: bytes) -> CommitLogRecord:
@@ -187,11 +197,13 @@ def _offset_commit(group: str, topic: str, partition: int, value: bytes) -> Comm
 def commit_log_partition(group: str, partitions: int) -> int:
     """The partition of ``__consumer_offsets`` (of ``partitions``) that holds ``group``'s records: the
     group coordinator's choice, ``Utils.abs(groupId.hashCode()) % partitions`` (Java's ``String.hashCode``
-    over UTF-16 code units, 32-bit overflow; ``Utils.abs`` masks the sign bit)."""
+    over UTF-16 code units, a signed 32-bit int; Kafka's ``Utils.abs`` is ``Math.abs``, except that
+    ``Integer.MIN_VALUE`` gives 0)."""
     if partitions <= 0:
         raise ValueError(f"a commit log has at least one partition, not {partitions}")
     h = 0
     data = group.encode("utf-16-be", "surrogatepass")
     for i in range(0, len(data), 2):
         h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return (h & 0x7FFFFFFF) % partitions
+    signed = h - (1 << 32) if h & 0x80000000 else h
+    return (0 if signed == -(1 << 31) else abs(signed)) % partitions

@@ -29,9 +29,9 @@ pytestmark = pytest.mark.kafka
 RUN_FOR_S = 25
 
 
-def run_config(group: str, topic: str) -> dict:
+def run_config(group: str, topic: str, run_for_s: float = RUN_FOR_S, **more) -> dict:
     return {"ops": {"offset_continuous_sync": {"config": {
-        "run_for_s": RUN_FOR_S, "checkpoint_s": 5,
+        "run_for_s": run_for_s, "checkpoint_s": 5, "reconcile_s": 6, **more,
         "snapshot": {"group_include": f"^{re.escape(group)}$"},
         "translation": {"topic_shapes": {topic: "one_way:idc1"}},
     }}}}
@@ -118,6 +118,15 @@ def test_one_run_follows_the_group_commit_after_commit(kafka_pair, chdb_dsn, one
     assert [(p, c, s) for p, c, s in stored] == [(p, moved[p], want[p]) for p in range(PARTITIONS)]
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert checks["no_loss"].passed and checks["no_loss"].metadata["written_partitions"].value >= 3 * PARTITIONS
+    # the later commits were followed on the commit logs: cycles that read only the groups that
+    # committed, both clusters followed to the end, no listing that differed from what was followed
+    assert meta["reads_followed"] >= 2 and meta["reads_listed_first"] == 1, meta
+    assert (meta["commit_log_idc1"], meta["commit_log_idc2"]) == ("following", "following"), meta
+    # every reconcile_s a listing anyway, compared with what was followed: the group's partitions
+    assert meta["reads_listed_reconciliation"] >= 1 and meta["followed_compared"] >= PARTITIONS, meta
+    assert meta["followed_differences"] == 0 and checks["commit_log_followed"].passed
+    print(f"\ncycles {meta['cycles']}: " + ", ".join(f"{k} {v}" for k, v in meta.items() if k.startswith("reads_"))
+          + f"; cycle p50 {meta['cycle_seconds_p50']}s")
     assert checks["sync_freshness"].passed and checks["clusters_readable"].passed
     assert checks["checkpoints_written"].passed
 
@@ -154,3 +163,33 @@ def test_one_run_follows_the_group_commit_after_commit(kafka_pair, chdb_dsn, one
     assert len(applied) == len(set(applied)), applied  # no write counted twice
     assert {p for p, _ in applied} == set(range(PARTITIONS)) and len(applied) <= meta["partitions_written"]
     assert {(p, want[p]) for p in range(PARTITIONS)} <= set(applied)  # the last write of each partition
+
+
+def test_with_following_off_every_cycle_lists_the_groups_and_still_syncs(kafka_pair, chdb_dsn, one_way_topic):
+    topic, per_partition = one_way_topic
+    b1, b2 = kafka_pair.bootstrap("idc1"), kafka_pair.bootstrap("idc2")
+    group = f"continuous polled {uuid.uuid4().hex[:8]}"
+    member = Member(b1, group, topic)
+    resources = {
+        "idc1": KafkaClusterResource(cluster_name="idc1", bootstrap_servers=b1),
+        "idc2": KafkaClusterResource(cluster_name="idc2", bootstrap_servers=b2),
+        "clickhouse": ClickHouseResource(dsn=chdb_dsn),
+        "spark": SparkResource(),
+    }
+    try:
+        first = {p: per_partition - 10 for p in range(PARTITIONS)}
+        member.commit(topic, first)
+        result = dg.materialize([offset_continuous_sync], resources=resources,
+                                run_config=run_config(group, topic, run_for_s=8, follow_commit_log=False))
+    finally:
+        member.close()
+    assert result.success
+    expected = {p: copy_of(read_values(b1, topic, p, per_partition), read_values(b2, topic, p, per_partition), first[p])
+                for p in range(PARTITIONS)}
+    assert committed(b2, group, topic) == expected
+    [materialization] = result.asset_materializations_for_node("offset_continuous_sync")
+    meta = {k: v.value for k, v in materialization.metadata.items()}
+    assert meta["reads_listed_commit_log_off"] == meta["cycles"] - 1 and "reads_followed" not in meta, meta
+    assert (meta["commit_log_idc1"], meta["commit_log_idc2"]) == ("commit_log_off", "commit_log_off")
+    check = {e.check_name: e for e in result.get_asset_check_evaluations()}["commit_log_followed"]
+    assert check.passed and "off" in check.description

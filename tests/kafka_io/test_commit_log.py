@@ -13,6 +13,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from offset_pipeline.kafka_io.commit_log import CommitLogFollower, FollowedCommit
+from offset_pipeline.translation.group_commit_records import commit_log_partition
 from devstack.cluster import ClusterSpec, KafkaCluster
 from tests.conftest import THROWAWAY_BROKER_GRACE_S, close_kafka_clients_of_this_process, free_port, wait_for
 from tests.helpers.groups import Member, odd_group
@@ -25,10 +26,12 @@ class Followed:
 
     def __init__(self, follower: CommitLogFollower):
         self.follower, self.commits, self.counts, self.errors = follower, [], {}, []
+        self.positions, self.partitions = {}, 0
 
     def poll(self) -> None:
         batch = self.follower.poll(timeout_s=0.5)
         self.commits += batch.commits
+        self.positions, self.partitions = dict(batch.positions), batch.partitions
         for kind, n in batch.counts.items():
             self.counts[kind] = self.counts.get(kind, 0) + n
         if batch.error:
@@ -76,6 +79,8 @@ def test_a_live_groups_commits_arrive_in_order_with_their_commit_time(kafka_pair
     # one group lives in one partition of the log, so its commits come in the order they were made
     assert len({c.log_partition for c in commits}) == 1 and [c.log_offset for c in commits] == sorted(
         c.log_offset for c in commits)
+    # the partition the broker's coordinator chose for the group (quotes, spaces, non-ASCII letters)
+    assert commits[0].log_partition == commit_log_partition(group, followed.partitions)
     # the member's join wrote its classic group's metadata: counted by its type, not returned
     assert followed.counts.get("type_2", 0) >= 1 and followed.counts.get("unreadable", 0) == 0
     assert followed.errors == []
@@ -96,10 +101,17 @@ def test_an_aborted_transactional_offset_commit_never_counts_and_a_committed_one
                                                  30)
             (producer.commit_transaction if commit else producer.abort_transaction)(30)
         followed.until(lambda: followed.of(group), f"the transactional commit of {group}")
+        # the follower's positions reach the ends read now, past the last transaction's marker
+        # (a marker is no record: a position taken from the records read would stop short of it)
+        ends = followed.follower.ends()
+        followed.until(lambda: all(followed.positions.get(p, -1) >= end for p, end in ends.items()),
+                       "the follower at the log's ends")
     finally:
         consumer.close()
     # read_committed, in the log's order: the aborted 11 came before 22 and was never delivered
     assert [c.offset for c in followed.of(group)] == [22]
+    log_partition = followed.of(group)[0].log_partition
+    assert ends[log_partition] > followed.of(group)[0].log_offset + 1  # the marker after the commit
 
 
 def test_a_deleted_group_is_a_tombstone_per_partition(kafka_pair, followed):

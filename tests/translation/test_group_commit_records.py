@@ -94,7 +94,13 @@ def test_other_record_types_are_named_and_skipped_whatever_their_value(record_ty
     raw_key = struct.pack(">h", record_type) + string(GROUP)
     for raw_value in (None, b"", b"\x00\x03garbage", value(3, 1)):
         got = parse_commit_log_record(raw_key, raw_value)
-        assert got == OtherRecord(record_type) and record_kind(got) == f"type_{record_type}"
+        assert got == OtherRecord(record_type, GROUP) and record_kind(got) == f"type_{record_type}"
+
+
+@pytest.mark.parametrize("raw_key", [struct.pack(">h", 2), struct.pack(">hh", 2, 40) + b"short",
+                                     struct.pack(">hh", 2, 2) + b"\xff\xfe"])
+def test_another_records_key_without_a_readable_group_names_none(raw_key):
+    assert parse_commit_log_record(raw_key, b"") == OtherRecord(2, None)
 
 
 @pytest.mark.parametrize(("raw_key", "raw_value", "reason"), [
@@ -147,7 +153,10 @@ def test_no_bytes_make_the_reader_raise(raw_key, raw_value):
     ("", 50, 0),
     ("a", 50, 97 % 50),
     ("ab", 50, (97 * 31 + 98) % 50),
-    ("polygenelubricants", 50, 0),  # Java's hashCode is Integer.MIN_VALUE: the sign bit masked, 0
+    ("polygenelubricants", 50, 0),  # Java's hashCode is Integer.MIN_VALUE: Utils.abs gives 0
+    ("zz", 7, 3904 % 7),
+    ("commit 07dff3ec \"quoted\" ü 한", 10, 3),  # a negative hashCode: Math.abs, not the sign bit masked
+                                                  # (the partition a Kafka 4.2 broker chose)
     ("\U0001f600", 7, (0xD83D * 31 + 0xDE00) % 7),  # outside the BMP: two UTF-16 code units
 ])
 def test_the_commit_log_partition_of_a_group_is_the_coordinators(group, partitions, expected):

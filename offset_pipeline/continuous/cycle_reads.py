@@ -1,0 +1,183 @@
+"""What a continuous cycle reads of both clusters: every group (a listing, as the polling mode does),
+or, while both clusters' commit logs are followed (``continuous/commit_feed.py``), only the groups
+that committed since the last cycle.
+
+A cycle lists every group when:
+
+* it is the run's first, or a follower (re)started since the last listing (its commits before it
+  began are known only to a listing): ``listed: first`` / ``listed: commit_log_restarted``;
+* a cluster's follower is not following (no Read right on ``__consumer_offsets``, the log
+  unreadable, the follower lagging, following off): ``listed: <mode>``, the polling mode for as long
+  as that lasts;
+* a cluster did not answer the last read, or ``reconcile_s`` passed since the last listing:
+  ``listed: reconciliation``. Each listing while following is compared with the followed offsets
+  (``continuous/followed_state.py``): every difference is counted, logged and expected to be none.
+
+Otherwise the cycle reads the changed groups on both clusters and the log facts of every partition
+involved (``sync/snapshot_step.py``, ``ChangedGroups``): its cost follows the commits, not the groups.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from offset_pipeline.continuous.commit_feed import CommitLogFeed, FollowerMode
+from offset_pipeline.continuous.followed_state import Difference, Listing
+from offset_pipeline.kafka_io.group_offsets import GroupFilter
+from offset_pipeline.sync.snapshot_step import ChangedGroups, ClusterReads, read_clusters
+
+#: a reconciliation waits this long at most for the follower to read up to the log's end after the listing
+RECONCILE_WAIT_S = 30.0
+
+
+@dataclass(frozen=True)
+class FollowSettings:
+    follow_commit_log: bool = True
+    reconcile_s: float = 60.0
+    lagging_after_s: float = 10.0
+
+
+@dataclass
+class _Pending:
+    """A listing waiting to be compared once the follower has read the log up to ``ends``."""
+
+    cluster: str
+    listing: Listing
+    unreadable: frozenset[str]
+    since: int
+    ends: Mapping[int, int]
+    made_s: float
+
+
+@dataclass
+class FollowStatus:
+    """What the run's metadata, readiness and monitoring say of the following."""
+
+    modes: dict[str, tuple[str, str]] = field(default_factory=dict)  # cluster -> (mode, reason)
+    reads: Counter = field(default_factory=Counter)  # "followed", "listed: <why>" -> cycles
+    reconciliations: int = 0
+    compared: int = 0
+    differences: int = 0
+    examples: list[str] = field(default_factory=list)  # the first differences found
+    records: dict[str, Counter] = field(default_factory=dict)  # cluster -> records followed by kind
+
+
+class CycleReads:
+    """The cycles' reads (see the module's docstring)."""
+
+    def __init__(self, admin_configs, client_configs, group_filter: GroupFilter, timeout_s: float, calls,
+                 settings: FollowSettings, log):
+        self._admin_configs, self._filter, self._timeout_s, self._calls = admin_configs, group_filter, timeout_s, calls
+        self.settings, self.log = settings, log
+        self.feed = (CommitLogFeed(client_configs, group_filter.matches, kafka_timeout_s=timeout_s,
+                                   lagging_after_s=settings.lagging_after_s).start()
+                     if settings.follow_commit_log else None)
+        self.status = FollowStatus()
+        self._groups: dict[str, list] | None = None  # each cluster's groups as last read
+        self._listed_generation: dict[str, int] = {}
+        self._next_listing_s = 0.0
+        self._pending: list[_Pending] = []
+        self.last_kind = ""
+
+    # -- the cycle's read -----------------------------------------------------------------------
+
+    def wait_for_commits(self, timeout_s: float) -> bool:
+        """Until a followed commit arrived or ``timeout_s`` passed (no follower: just the wait)."""
+        if self.feed is None:
+            time.sleep(timeout_s)
+            return False
+        return self.feed.wait(timeout_s)
+
+    def read(self, offset_syncs=None) -> ClusterReads:
+        modes = self.modes()
+        why = self._why_list(modes)
+        if why is None:
+            changed = self.feed.take_changed()
+            ids = sorted(set().union(*changed.values()))
+            reads = read_clusters(self._admin_configs, self._filter, self._timeout_s, calls=self._calls,
+                                  offset_syncs=offset_syncs, changed=ChangedGroups(self._groups, ids))
+            kind = "followed"
+        else:
+            reads = self._list(modes, offset_syncs)
+            kind = f"listed: {why}"
+        self.status.reads[kind] += 1
+        self.last_kind = kind
+        self._groups = None if reads.unavailable else {c: list(g) for c, g in reads.groups.items()}
+        self._compare_pending()
+        return reads
+
+    def modes(self) -> dict[str, tuple[FollowerMode, str, int]]:
+        if self.feed is None:
+            return {c: (FollowerMode.OFF, "following the commit logs is off", 0) for c in self._admin_configs}
+        return self.feed.mode()
+
+    def _why_list(self, modes) -> str | None:
+        if self._groups is None:
+            return "first" if not self.status.reads else "a cluster did not answer the last read"
+        for cluster, (mode, _reason, generation) in sorted(modes.items()):
+            if mode != FollowerMode.FOLLOWING:
+                return mode.value
+            if self._listed_generation.get(cluster) != generation:
+                return FollowerMode.RESTARTED.value if cluster in self._listed_generation else "commit_log_started"
+        if time.monotonic() >= self._next_listing_s:
+            return "reconciliation"
+        return None
+
+    def _list(self, modes, offset_syncs) -> ClusterReads:
+        since = self.feed.sequence() if self.feed is not None else {}
+        if self.feed is not None:
+            self.feed.take_changed()  # what changed before the listing, the listing has
+        reads = read_clusters(self._admin_configs, self._filter, self._timeout_s, calls=self._calls,
+                              offset_syncs=offset_syncs)
+        self._next_listing_s = time.monotonic() + self.settings.reconcile_s
+        if self.feed is None:
+            return reads
+        for cluster, (mode, _reason, generation) in modes.items():
+            if cluster in reads.unavailable or mode != FollowerMode.FOLLOWING:
+                continue
+            states = reads.groups.get(cluster, [])
+            listing = {g.group_id: dict(g.committed) for g in states if not g.read_error}
+            if self._listed_generation.get(cluster) != generation:
+                # the first listing since this follower began: the followed offsets start from it
+                self.feed.seed(cluster, listing, since[cluster])
+                self._listed_generation[cluster] = generation
+                continue
+            ends = self.feed.ends(cluster)
+            if ends is not None:
+                self._pending.append(_Pending(cluster, listing, frozenset(g.group_id for g in states if g.read_error),
+                                              since[cluster], ends, time.monotonic()))
+        return reads
+
+    def _compare_pending(self) -> None:
+        still = []
+        for p in self._pending:
+            reached = self.feed.reached(p.cluster, p.ends)
+            everything = all(reached(g) for g in p.listing)
+            if not everything and time.monotonic() - p.made_s < RECONCILE_WAIT_S:
+                still.append(p)
+                continue
+            result = self.feed.reconcile(p.cluster, p.listing, p.since,
+                                         lambda g, reached=reached, p=p: g not in p.unreadable and reached(g))
+            self._count(p.cluster, result.compared, result.differences)
+        self._pending = still
+
+    def _count(self, cluster: str, compared: int, differences: tuple[Difference, ...]) -> None:
+        self.status.reconciliations += 1
+        self.status.compared += compared
+        self.status.differences += len(differences)
+        for d in differences[:20]:
+            self.log.warning(f"offset-sync followed state differs from the listing on {cluster}: {d}")
+        self.status.examples += [f"{cluster} {d}" for d in differences][: 20 - len(self.status.examples)]
+
+    def report(self) -> FollowStatus:
+        self.status.modes = {c: (m.value, why) for c, (m, why, _g) in self.modes().items()}
+        if self.feed is not None:
+            self.status.records = {c: Counter(n) for c, n in self.feed.counts.items()}
+        return self.status
+
+    def close(self) -> None:
+        if self.feed is not None:
+            self.feed.close()

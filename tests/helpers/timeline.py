@@ -1,0 +1,60 @@
+"""Where a test run's time went, per worker: each worker writes when each test began and ended
+(setup and teardown included) to ``<artifacts>/timeline/<worker>.tsv``; at the end the controller
+prints each worker's busy time and each work unit's span (the chains of tests/conftest.py, the
+longest modules), so a change to the work units can be judged from one run's output."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+
+class Timeline:
+    def __init__(self, folder: Path, unit_of):
+        self.folder = folder
+        self.unit_of = unit_of  # node id -> its work unit (tests/conftest.py, xdist_work_unit)
+        self.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+    def pytest_sessionstart(self, session):
+        if self.worker == "main" or self.worker == "gw0":
+            self.folder.mkdir(parents=True, exist_ok=True)
+        if self.worker == "main":
+            for old in self.folder.glob("*.tsv"):
+                old.unlink()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        started = time.time()
+        yield
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / f"{self.worker}.tsv", "a") as out:
+            out.write(f"{started:.3f}\t{time.time():.3f}\t{item.nodeid}\n")
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.worker != "main":
+            return
+        rows = []
+        for path in sorted(self.folder.glob("*.tsv")):
+            for line in path.read_text().splitlines():
+                start, end, nodeid = line.split("\t", 2)
+                rows.append((path.stem, float(start), float(end), nodeid))
+        if not rows or {r[0] for r in rows} == {"main"}:
+            return
+        first = min(r[1] for r in rows)
+        busy, units = defaultdict(float), {}
+        for worker, start, end, nodeid in rows:
+            busy[worker] += end - start
+            unit = self.unit_of(nodeid)
+            s, e, w = units.get(unit, (start, end, worker))
+            units[unit] = (min(s, start), max(e, end), w)
+        write = terminalreporter.write_line
+        terminalreporter.section("time per worker and work unit (tests/helpers/timeline.py)")
+        for worker in sorted(busy):
+            last = max(r[2] for r in rows if r[0] == worker)
+            write(f"{worker}: busy {busy[worker] / 60:.1f} min, last test ended {(last - first) / 60:.1f} min in")
+        for unit, (s, e, w) in sorted(units.items(), key=lambda kv: kv[1][0] - kv[1][1])[:12]:
+            write(f"{(e - s) / 60:5.1f} min  {unit}  ({w}, {(s - first) / 60:.1f}-{(e - first) / 60:.1f} min)")
