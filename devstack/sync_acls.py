@@ -110,6 +110,13 @@ def connect_offsets_rights(offsets_topic: str) -> list[Right]:
     return [Right("topic", offsets_topic, False, ("READ",))]
 
 
+def commit_log_rights() -> list[Right]:
+    """What a continuous run needs on a cluster to follow its group-commit log: ``READ`` on
+    ``__consumer_offsets`` (the follower's throwaway group is among :data:`OWN_GROUPS`). Without it
+    the run lists every group each cycle instead, which needs none of it."""
+    return [Right("topic", "__consumer_offsets", False, ("READ",))]
+
+
 def audit_rights(topics: str, *, prefixed: bool = True) -> list[Right]:
     """The failover audit's rights on one cluster (module docstring): the records of the audited
     topics, through readers in groups of its own."""

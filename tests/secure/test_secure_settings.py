@@ -11,7 +11,7 @@ from devstack.certificates import BrokerCertificates
 from devstack.cluster import ClusterSpec, broker_properties
 from devstack.mirror import MirrorEndpoint
 from devstack.secure_cluster import SecureAccess, secure_broker_settings
-from devstack.sync_acls import kafka_acls_commands, sync_rights
+from devstack.sync_acls import commit_log_rights, kafka_acls_commands, sync_rights
 from offset_pipeline.cli.connections import kafka_clusters
 from offset_pipeline.definitions import build_resources
 from offset_pipeline.settings import read_settings
@@ -77,5 +77,6 @@ def test_the_security_page_gives_the_sync_rights_as_kafka_acls_commands():
     page = SECURITY_PAGE.read_text()
     commands = kafka_acls_commands("User:sync", sync_rights("orders.", "orders-"))
     assert len(commands) == 3
+    commands += kafka_acls_commands("User:sync", commit_log_rights())  # following the commit logs
     for command in commands:
         assert command in page, f"docs/operating/security.md lacks: {command}"
