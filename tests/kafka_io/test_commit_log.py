@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from offset_pipeline.continuous.commit_feed import CommitLogFeed, FollowerMode
 from offset_pipeline.kafka_io.commit_log import CommitLogFollower, FollowedCommit
 from offset_pipeline.translation.group_commit_records import commit_log_partition
 from devstack.cluster import ClusterSpec, KafkaCluster
@@ -26,12 +27,13 @@ class Followed:
 
     def __init__(self, follower: CommitLogFollower):
         self.follower, self.commits, self.counts, self.errors = follower, [], {}, []
-        self.positions, self.partitions = {}, 0
+        self.positions, self.partitions, self.groups = {}, 0, []
 
     def poll(self) -> None:
         batch = self.follower.poll(timeout_s=0.5)
         self.commits += batch.commits
         self.positions, self.partitions = dict(batch.positions), batch.partitions
+        self.groups += batch.group_records
         for kind, n in batch.counts.items():
             self.counts[kind] = self.counts.get(kind, 0) + n
         if batch.error:
@@ -114,6 +116,28 @@ def test_an_aborted_transactional_offset_commit_never_counts_and_a_committed_one
     assert ends[log_partition] > followed.of(group)[0].log_offset + 1  # the marker after the commit
 
 
+def test_a_new_protocol_groups_commits_and_own_records_are_followed(kafka_pair, followed):
+    # KIP-848's consumer group protocol (group.protocol=consumer): its members, assignments and
+    # epochs are records of other types; its offset commits are the same records as a classic group's.
+    topic = kafka_pair.create_topic(f"cl.kip848.{uuid.uuid4().hex[:6]}", partitions=2, on=("idc1",))
+    group = f"new protocol {uuid.uuid4().hex[:6]}"
+    consumer = Consumer({"bootstrap.servers": kafka_pair.bootstrap("idc1"), "group.id": group,
+                         "group.protocol": "consumer", "enable.auto.commit": False, "log_level": 3})
+    try:
+        consumer.subscribe([topic])
+        wait_for(lambda: consumer.poll(0.2) is None and len(consumer.assignment()) == 2, timeout=60,
+                 what=f"{group} assigned by the new protocol")
+        consumer.commit(offsets=[TopicPartition(topic, 0, 6), TopicPartition(topic, 1, 2)], asynchronous=False)
+        followed.until(lambda: len(followed.of(group)) >= 2, f"the commits of {group}")
+    finally:
+        consumer.close()
+    assert sorted((c.partition, c.offset) for c in followed.of(group)) == [(0, 6), (1, 2)]
+    # the protocol's own records: named by their types (not 2, a classic group's), and by the group
+    assert group in followed.groups
+    assert any(kind.startswith("type_") and kind != "type_2" for kind in followed.counts), followed.counts
+    assert followed.counts.get("unreadable", 0) == 0
+
+
 def test_a_deleted_group_is_a_tombstone_per_partition(kafka_pair, followed):
     topic = kafka_pair.create_topic(f"cl.del.{uuid.uuid4().hex[:6]}", partitions=2, on=("idc1",))
     group = f"deleted {uuid.uuid4().hex[:6]}"
@@ -168,3 +192,52 @@ def test_the_first_commit_ever_on_a_fresh_cluster_is_followed(kafka_jars, tmp_pa
         follower.close()
         close_kafka_clients_of_this_process()
         cluster.stop(timeout=THROWAWAY_BROKER_GRACE_S)
+
+
+def test_the_feed_follows_on_through_a_broker_restart(kafka_jars, tmp_path):
+    cluster = KafkaCluster(ClusterSpec("idc1", free_port(), free_port(), tmp_path / "restarted"), kafka_jars)
+    cluster.start()
+    conf = {"bootstrap.servers": cluster.spec.bootstrap_servers, "log_level": 0}
+    topic, group = "restart.orders", "followed through a restart"
+    admin = AdminClient(conf)  # held until the answer
+    admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
+    feed = CommitLogFeed({"idc1": lambda: dict(conf)}, keep=lambda g: True, kafka_timeout_s=5, poll_s=0.2).start()
+    seen: set[str] = set()
+
+    def named(offset: int) -> bool:
+        feed.wait(0.5)
+        seen.update(feed.take_changed()["idc1"])
+        return group in seen and feed.mode()["idc1"][0] == FollowerMode.FOLLOWING
+
+    try:
+        commit_retried(conf, group, topic, 3)  # creates the log
+        wait_for(lambda: named(3), timeout=90, what="the first commit followed")
+        cluster.stop(timeout=THROWAWAY_BROKER_GRACE_S)
+        cluster.start()
+        seen.clear()
+        commit_retried(conf, group, topic, 9)
+        wait_for(lambda: named(9), timeout=120, what="the commit after the restart followed")
+        # the followed offsets hold the commit made after the restart
+        listing = {group: {(topic, 0): 9}}
+        ends = feed.ends("idc1")
+        assert ends is not None
+        wait_for(lambda: feed.reached("idc1", ends)(group), timeout=30, what="the follower at the log's end")
+        assert feed.reconcile("idc1", listing, feed.sequence()["idc1"], feed.reached("idc1", ends)).differences == ()
+    finally:
+        feed.close()
+        close_kafka_clients_of_this_process()
+        cluster.stop(timeout=THROWAWAY_BROKER_GRACE_S)
+
+
+def commit_retried(conf: dict, group: str, topic: str, offset: int) -> None:
+    """One commit, retried while a broker that has just started still loads its groups."""
+    def done() -> bool:
+        consumer = Consumer({**conf, "group.id": group, "enable.auto.commit": False})
+        try:
+            consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+            return True
+        except Exception:  # noqa: BLE001 - COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR: asked again
+            return False
+        finally:
+            consumer.close()
+    wait_for(done, timeout=90, what=f"{group}'s commit of {offset}")
