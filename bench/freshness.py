@@ -45,6 +45,7 @@ from bench.clusters import (
     create_and_fill,
     mirror_both_ways,
 )
+from bench.process_tree_usage import ProcessTree
 from bench.sync_runs import ProcessContinuousRun
 from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
 
@@ -180,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup-s", type=float, default=60.0)
     parser.add_argument("--measure-s", type=float, default=300.0)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--read-mode", choices=("follow", "poll"), default="follow",
+                        help="follow the clusters' commit logs (the default) or list every group each cycle")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -189,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     workload = Workload(args.topics, args.partitions, args.groups_per_topic, min(args.topics_per_group, args.topics),
                         args.records_per_partition, args.seed)
     print(f"offset_pipeline continuous benchmark: {os.cpu_count()} cores, {workload.group_partitions} "
-          f"group-partitions, {args.rate:g} records/s", flush=True)
+          f"group-partitions, {args.rate:g} records/s, reads: {args.read_mode}", flush=True)
     with tempfile.TemporaryDirectory(prefix="offset-pipeline-continuous-bench-") as tmp, \
             ScratchClusters(Path(tmp) / "kafka") as clusters:
         filled = create_and_fill(clusters, workload)
@@ -206,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
             consumers = Consumers(clusters, workload, groups, args.commit_every_s)
             latencies = Latencies(consumers)
             run = ProcessContinuousRun(latencies.on_cycle, bootstraps=clusters.bootstraps,
-                                       dsn=f"chdb://{tmp}/clickhouse", shapes=workload.shapes(), group_include=pattern)
+                                       dsn=f"chdb://{tmp}/clickhouse", shapes=workload.shapes(), group_include=pattern,
+                                       follow_commit_log=args.read_mode == "follow")
             traffic = Traffic(clusters, workload, args.rate, args.seed)
             started = time.monotonic()
             run.start(args.warmup_s + args.measure_s + 5)
@@ -216,10 +220,13 @@ def main(argv: list[str] | None = None) -> int:
             with consumers.lock:
                 consumers.measuring = True
             measure_started = time.monotonic()
+            sync_tree = ProcessTree([run.pid])  # the run's process, its Kafka children, its translation child
+            cpu_before = sync_tree.cpu_seconds()
             time.sleep(args.measure_s)
             with consumers.lock:
                 consumers.measuring = False
             measured_until = time.monotonic()
+            cpu_s = sync_tree.cpu_seconds() - cpu_before
             unsettled = sum(len(v) for v in consumers.pending.values())
             oldest = max((measured_until - at for v in consumers.pending.values() for _, at in v), default=0.0)
             traffic.stop.set()
@@ -227,14 +234,14 @@ def main(argv: list[str] | None = None) -> int:
             summary = run.join(120)
             stop_mirror.set()
             figures = report(args, workload, latencies, summary, measure_started, measured_until, unsettled, oldest,
-                             time.monotonic() - started)
+                             time.monotonic() - started, cpu_s)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
     return 0
 
 
 def report(args, workload, latencies: Latencies, summary, since: float, until: float, unsettled: int, oldest: float,
-           total_s: float) -> dict:
+           total_s: float, cpu_s: float) -> dict:
     measured = [o for t, o in latencies.cycles if since <= t <= until]
     cycle_s = [o.seconds for o in measured]
     revisited, engines = Counter(), Counter()
@@ -256,7 +263,13 @@ def report(args, workload, latencies: Latencies, summary, since: float, until: f
         "checkpoint_p50_s": quantile(checkpoints, 0.5), "checkpoint_max_s": max(checkpoints, default=None),
         "checkpoints_skipped": summary.checkpoints_skipped, "commit_errors": summary.commit_errors,
         "no_loss_offenders": len(summary.no_loss_offenders), "total_s": round(total_s, 1),
+        "read_mode": args.read_mode, "sync_cpu_s": round(cpu_s, 1),
+        "sync_cpu_s_per_hour": round(cpu_s / (until - since) * 3600, 0),
     }
+    follow = summary.follow
+    if follow is not None:
+        figures.update(reads=dict(follow.reads), commit_log_modes=follow.modes, followed_differences=follow.differences,
+                       followed_compared=follow.compared, followed_reconciliations=follow.reconciliations)
     def f(x):
         return "-" if x is None else f"{x:.2f}"
     print(f"\n{workload.group_partitions} group-partitions, {args.rate:g} records/s, commits every "
@@ -274,6 +287,10 @@ def report(args, workload, latencies: Latencies, summary, since: float, until: f
     print(f"checkpoints: {len(checkpoints)}, p50 {f(figures['checkpoint_p50_s'])}s, max {f(figures['checkpoint_max_s'])}s, "
           f"{summary.checkpoints_skipped} skipped; commit errors {summary.commit_errors}; "
           f"no-loss offenders {len(summary.no_loss_offenders)}")
+    print(f"sync process tree CPU: {cpu_s:.1f} s in {until - since:.0f} s measured "
+          f"({figures['sync_cpu_s_per_hour']:.0f} CPU-s per hour); reads {figures.get('reads')}; "
+          f"commit logs {figures.get('commit_log_modes')}; differences {figures.get('followed_differences')} "
+          f"of {figures.get('followed_compared')} compared in {figures.get('followed_reconciliations')} listings")
     return figures
 
 

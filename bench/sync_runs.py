@@ -23,6 +23,7 @@ from collections.abc import Callable
 import dagster as dg
 
 from offset_pipeline.continuous.checkpoint import CheckpointSettings
+from offset_pipeline.continuous.cycle_reads import FollowSettings
 from offset_pipeline.continuous.loop import (
     ContinuousIO,
     ContinuousSettings,
@@ -129,7 +130,7 @@ class BenchContinuousRun:
     def __init__(self, bootstraps: dict[str, str], dsn: str, shapes: dict[str, str], *, group_include: str = ".*",
                  dry_run: bool = False, mirror_writes_headers: bool = True, spark_connect_url: str | None = None,
                  checkpoint_s: float = 30.0, watch=None, run_id: str = "bench-continuous",
-                 offset_syncs_topics: tuple[OffsetSyncsTopic, ...] = ()):
+                 offset_syncs_topics: tuple[OffsetSyncsTopic, ...] = (), follow_commit_log: bool = True):
         self.log = logging.getLogger("bench.sync_runs")
         clusters = {name: KafkaClusterResource(cluster_name=name, bootstrap_servers=bs) for name, bs in bootstraps.items()}
         clickhouse = ClickHouseResource(dsn=dsn)
@@ -141,6 +142,7 @@ class BenchContinuousRun:
         settings = ContinuousSettings(
             group_filter=GroupFilter(group_include, DEFAULT_GROUP_EXCLUDE), shapes=dict(shapes), reads=reads, dry_run=dry_run,
             checkpoint_s=checkpoint_s, offset_syncs_topics=tuple(offset_syncs_topics),
+            follow=FollowSettings(follow_commit_log=follow_commit_log),
             checkpoint=CheckpointSettings(clusters=tuple(bootstraps),
                                           confs={n: r.client_config() for n, r in clusters.items()}),
         )
@@ -250,6 +252,11 @@ class ProcessContinuousRun:
         if self._proc.is_alive():
             self._proc.kill()
             self._proc.join(timeout_s)
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None
+        return self._proc.pid
 
     def join(self, timeout_s: float | None = None) -> RunSummary:
         assert self._reader is not None and self._proc is not None

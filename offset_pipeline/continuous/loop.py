@@ -168,6 +168,7 @@ class RunSummary:
     writes_not_landed: int = 0
     bound_offenders: list[dict] = field(default_factory=list)  # translations above their own safe bound
     stopped_by: str = "rollover"
+    follow: Any = None  # at the end: what the run saw of the commit logs (cycle_reads.FollowStatus)
 
     def add(self, outcome: CycleOutcome) -> None:
         self.cycles += 1
@@ -261,6 +262,7 @@ class ContinuousSync:
             self._collect_checkpoints()
         finally:
             self.close()
+            self.summary.follow = self._reads.report()
         return self.summary
 
     def _ask_yield(self) -> str | None:
