@@ -23,7 +23,7 @@ from offset_pipeline.cli.connections import clickhouse
 from offset_pipeline.cli.help_text import command_parser
 from offset_pipeline.readiness import report
 from offset_pipeline.resources.clickhouse import close_embedded_clients
-from offset_pipeline.storage import mirror_checks, readiness
+from offset_pipeline.storage import commit_log_follow, mirror_checks, readiness
 
 STALE_ROW = "sync_not_running"
 
@@ -74,6 +74,16 @@ def mirror_lines(rows: list[readiness.ReadinessRow], mirror: list[mirror_checks.
     return "\n".join(lines)
 
 
+def commit_log_lines(follow: list[commit_log_follow.CommitLogFollowRow]) -> str:
+    """How the continuous sync reads each cluster at its newest checkpoint: following its commit log,
+    or polling and why (a polling sync is as safe, its standby offsets a poll interval older)."""
+    if not follow:
+        return "commit logs: no continuous checkpoint yet (the interval mode, or the sync not running)"
+    parts = [f"{r.cluster} following" if r.mode == "following" else f"{r.cluster} polled ({r.mode}): {r.reason}"
+             for r in follow]
+    return "commit logs: " + "; ".join(parts)
+
+
 def run(args) -> int:
     resource = clickhouse()
     client = resource.get_client()
@@ -82,6 +92,8 @@ def run(args) -> int:
         rows = readiness.newest(client, args.groups, within_s=args.within_s)
         mirror_checks.ensure_table(client)
         mirror = mirror_checks.newest(client, within_s=args.within_s)
+        commit_log_follow.ensure_table(client)
+        follow = commit_log_follow.newest(client, within_s=args.within_s)
     finally:
         if resource.embedded:
             close_embedded_clients(resource.dsn)  # the sync's next checkpoint needs the data folder
@@ -89,6 +101,7 @@ def run(args) -> int:
     print(report.as_json(rows) if args.json else (report.text(rows) if rows else "no readiness rows"))
     if not args.json and rows:
         print(mirror_lines(rows, mirror))
+        print(commit_log_lines(follow))
     if not rows:
         print("nothing to show: no such group, or the sync has not written readiness yet", file=sys.stderr)
         return NOTHING_TO_SHOW

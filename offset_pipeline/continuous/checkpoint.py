@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from offset_pipeline.continuous.run_state import Checkpoint, snapshot_tuple
 from offset_pipeline.monitoring.metrics_step import carried_cycle_rows, cycle_metrics
 from offset_pipeline.storage import (
+    commit_log_follow,
     commits,
     metrics,
     mirror_checks,
@@ -110,7 +111,7 @@ def write_checkpoint(clickhouse, checkpoint: Checkpoint, settings: CheckpointSet
     writer = open_writer(clickhouse, snapshots.ensure_table, translations.ensure_tables, commits.ensure_table,
                          metrics.ensure_tables, readiness.ensure_table,
                          mirror_checks.ensure_table,  # every table Grafana reads exists from the first cycle
-                         offset_sync_pairs.ensure_table)
+                         commit_log_follow.ensure_table, offset_sync_pairs.ensure_table)
     error = writer.outcome.error
     metric_rows, statuses, detected, written = 0, {}, None, 0
     try:
@@ -123,6 +124,7 @@ def write_checkpoint(clickhouse, checkpoint: Checkpoint, settings: CheckpointSet
         written += commits.insert_rows(writer, cp.commit_rows)
         written += readiness.insert_rows(writer, cp.readiness_rows)
         written += store_pairs(writer, cp.offset_sync_rows, cp.time_ms)
+        written += commit_log_follow.insert_rows(writer, cp.follow_rows)
         if writer.client is not None and error is None and not writer.outcome.deferred:
             log_end, fact_rows = carried_cycle_rows(cp.snapshot_rows, cp.translation_rows, cp.commit_rows)
             done = cycle_metrics(writer, cp.checkpoint_id, cp.time_ms, log_end, fact_rows,

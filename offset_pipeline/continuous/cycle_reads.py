@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from offset_pipeline.continuous.commit_feed import CommitLogFeed, FollowerMode
 from offset_pipeline.continuous.followed_state import Difference, Listing
 from offset_pipeline.kafka_io.group_offsets import GroupFilter
+from offset_pipeline.storage.commit_log_follow import CommitLogFollowRow
 from offset_pipeline.sync.snapshot_step import ChangedGroups, ClusterReads, read_clusters
 
 #: a reconciliation waits this long at most for the follower to read up to the log's end after the listing
@@ -63,6 +64,8 @@ class FollowStatus:
     differences: int = 0
     examples: list[str] = field(default_factory=list)  # the first differences found
     records: dict[str, Counter] = field(default_factory=dict)  # cluster -> records followed by kind
+    compared_by: Counter = field(default_factory=Counter)  # cluster -> group-partitions compared
+    differences_by: Counter = field(default_factory=Counter)  # cluster -> differences found
 
 
 class CycleReads:
@@ -81,6 +84,7 @@ class CycleReads:
         self._next_listing_s = 0.0
         self._pending: list[_Pending] = []
         self.last_kind = ""
+        self._reported: dict[str, tuple] = {}  # cluster -> the counts of the last checkpoint_rows
 
     # -- the cycle's read -----------------------------------------------------------------------
 
@@ -168,9 +172,26 @@ class CycleReads:
         self.status.reconciliations += 1
         self.status.compared += compared
         self.status.differences += len(differences)
+        self.status.compared_by[cluster] += compared
+        self.status.differences_by[cluster] += len(differences)
         for d in differences[:20]:
             self.log.warning(f"offset-sync followed state differs from the listing on {cluster}: {d}")
         self.status.examples += [f"{cluster} {d}" for d in differences][: 20 - len(self.status.examples)]
+
+    def checkpoint_rows(self, checkpoint_id: str, time_ms: int, run_id: str) -> list[CommitLogFollowRow]:
+        """One row per cluster: its mode now and what happened since the previous call."""
+        status = self.report()
+        followed = status.reads["followed"]
+        listed = sum(n for kind, n in status.reads.items() if kind != "followed")
+        now = {c: (followed, listed, status.compared_by[c], status.differences_by[c],
+                   sum(status.records.get(c, Counter()).values())) for c in status.modes}
+        rows = []
+        for cluster, (mode, why) in sorted(status.modes.items()):
+            before = self._reported.get(cluster, (0, 0, 0, 0, 0))
+            delta = [a - b for a, b in zip(now[cluster], before)]
+            rows.append(CommitLogFollowRow(checkpoint_id, time_ms, run_id, cluster, mode, why, *delta))
+        self._reported = now
+        return rows
 
     def report(self) -> FollowStatus:
         self.status.modes = {c: (m.value, why) for c, (m, why, _g) in self.modes().items()}

@@ -509,7 +509,9 @@ class ContinuousSync:
         self._last_checkpoint_id = checkpoint_id
         checkpoint = self.state.checkpoint(checkpoint_id, time_ms or int(time.time() * 1000),
                                            self.settings.max_sync_age_s)
-        checkpoint = replace(checkpoint, offset_sync_rows=self._offset_syncs.take_unstored())
+        checkpoint = replace(checkpoint, offset_sync_rows=self._offset_syncs.take_unstored(),
+                             follow_rows=self._reads.checkpoint_rows(checkpoint.checkpoint_id, checkpoint.time_ms,
+                                                                     self.run_id))
         self.last_readiness = checkpoint.readiness_rows
         if not with_snapshot:  # the first cycle wrote its snapshot before reading the history
             checkpoint = replace(checkpoint, snapshot_rows=[])

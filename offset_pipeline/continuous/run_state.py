@@ -79,6 +79,8 @@ class Checkpoint:
     # MirrorMaker 2's pairs and stamps the run added since the last checkpoint
     # (sync/offset_sync_step.OffsetSyncsReader.take_unstored), for the next run
     offset_sync_rows: list = field(default_factory=list)
+    # how each cluster was read since the last checkpoint (storage/commit_log_follow.CommitLogFollowRow)
+    follow_rows: list = field(default_factory=list)
 
 
 @dataclass

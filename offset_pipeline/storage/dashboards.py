@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from offset_pipeline.storage.commit_log_follow import TABLE as COMMIT_LOG_FOLLOW
 from offset_pipeline.storage.fast_forwards import TABLE as FAST_FORWARDS
 from offset_pipeline.storage.metrics import ROLLUP, TABLE
 from offset_pipeline.storage.mirror_checks import TABLE as MIRROR_CHECKS
@@ -121,6 +122,24 @@ OVERVIEW = [
        "topic configured one-way from the active side), none (status and reason say why: not_mirrored, "
        "renamed_remote_topic, no_offset_sync_yet, shape_not_configured, unknown_origin_name, ...).",
         ("topic", "active", "standby", "proof", "status", "reason", "checked"), sparse=True),
+    Panel("Commit logs: how each cluster is read (newest checkpoint)", "table", (
+        "SELECT cluster, mode, reason, checked_at AS checked "
+        f"FROM {COMMIT_LOG_FOLLOW} WHERE checked_at >= $__toTime - INTERVAL 1 DAY AND checked_at <= $__toTime "
+        "AND cluster IN (${cluster:singlequote}) ORDER BY cluster, checked_at DESC LIMIT 1 BY cluster"
+    ), "How the continuous run reads each cluster: following (its __consumer_offsets followed, a cycle reads only "
+       "the groups that committed) or polling, and why (commit_log_not_authorized: no Read on __consumer_offsets; "
+       "commit_log_unreadable, commit_log_lagging, commit_log_starting, commit_log_off). Written at every "
+       "continuous checkpoint (docs/operating/sync-modes.md).",
+        ("cluster", "mode", "reason", "checked"), sparse=True),
+    Panel("Commit logs: followed offsets a listing contradicted", "timeseries", (
+        "SELECT $__timeInterval(checked_at) AS time, cluster, sum(differences) AS differences, "
+        "sum(compared) AS compared "
+        f"FROM {COMMIT_LOG_FOLLOW} WHERE $__timeFilter(checked_at) AND cluster IN (${{cluster:singlequote}}) "
+        "GROUP BY time, cluster ORDER BY time, cluster"
+    ), "Every reconcile_s the run lists every group anyway and compares: group-partitions compared, and those "
+       "whose followed offset the listing contradicted (a commit missed, or one the cluster does not have). "
+       "Expected: 0 differences.",
+        ("time", "cluster", "differences", "compared"), sparse=True),
     Panel("Translation success rate per strategy", "timeseries", (
         "SELECT $__timeInterval(minute) AS time, "
         "sum(header_hit_rows) / greatest(sum(header_rows), 1) AS header_hit_rate, "

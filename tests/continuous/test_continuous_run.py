@@ -125,7 +125,7 @@ def test_one_run_follows_the_group_commit_after_commit(kafka_pair, chdb_dsn, one
     # every reconcile_s a listing anyway, compared with what was followed: the group's partitions
     assert meta["reads_listed_reconciliation"] >= 1 and meta["followed_compared"] >= PARTITIONS, meta
     assert meta["followed_differences"] == 0 and checks["commit_log_followed"].passed
-    print(f"\ncycles {meta['cycles']}: " + ", ".join(f"{k} {v}" for k, v in meta.items() if k.startswith("reads_"))
+    print(f"\ncycles {meta['cycles']}: " + ", ".join(f"{k} {v}" for k, v in meta.items() if k.startswith(("reads_", "revisited_")))
           + f"; cycle p50 {meta['cycle_seconds_p50']}s")
     assert checks["sync_freshness"].passed and checks["clusters_readable"].passed
     assert checks["checkpoints_written"].passed
@@ -147,9 +147,15 @@ def test_one_run_follows_the_group_commit_after_commit(kafka_pair, chdb_dsn, one
     metric_rows = per_checkpoint("offset_sync_metrics", "cycle_time")  # one row per partition per checkpoint
     assert len(metric_rows) == meta["checkpoints"] and set(metric_rows.values()) == {PARTITIONS}
     # Grafana's readiness panel, as the plugin runs it, shows the group ready to switch
-    panels = check_every_panel(client, group, topic, with_rows={"Switch readiness per group (newest)"})
+    following, contradicted = ("Commit logs: how each cluster is read (newest checkpoint)",
+                               "Commit logs: followed offsets a listing contradicted")
+    panels = check_every_panel(client, group, topic, with_rows={"Switch readiness per group (newest)", following,
+                                                                contradicted})
     [readiness_row] = panels["Switch readiness per group (newest)"]
     assert readiness_row[:4] == (group, "idc1", "idc2", True) and readiness_row[4] == 0  # exact: 0 duplicates
+    # and how the run read each cluster: following, no listing contradicted what it followed
+    assert [row[:3] for row in panels[following]] == [("idc1", "following", ""), ("idc2", "following", "")]
+    assert sum(row[2] for row in panels[contradicted]) == 0 and sum(row[3] for row in panels[contradicted]) >= PARTITIONS
     newest = dict(client.query(
         "SELECT partition, argMax(committed_after, cycle_time) FROM offset_commits WHERE group_id = {g:String} "
         "GROUP BY partition", parameters={"g": group}).result_rows)

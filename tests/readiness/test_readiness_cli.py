@@ -17,7 +17,8 @@ from offset_pipeline.readiness import report
 from offset_pipeline.readiness.current import in_force
 from offset_pipeline.resources import ClickHouseResource
 from offset_pipeline.resources.clickhouse import close_embedded_clients
-from offset_pipeline.storage import dashboards, readiness
+from offset_pipeline.storage import commit_log_follow, dashboards, readiness
+from offset_pipeline.storage.commit_log_follow import CommitLogFollowRow
 from offset_pipeline.storage.readiness import ReadinessRow
 
 ODD = "g'; DROP TABLE x; -- \"q\" ü|pipe"
@@ -42,6 +43,13 @@ def stored(chdb_dsn, monkeypatch):
             problem="t[2]: no committed offset on idc2"),
         row("old", now - 900_000),  # ready, but 15 minutes old
     ])
+    commit_log_follow.ensure_table(client)
+    commit_log_follow.insert_rows(client, [
+        CommitLogFollowRow("c1", now - 40_000, "r", "idc2", "following", "", 5, 1, 0, 0, 9),
+        CommitLogFollowRow("c2", now - 5_000, "r", "idc1", "following", "", 20, 1, 12, 0, 30),
+        CommitLogFollowRow("c2", now - 5_000, "r", "idc2", "commit_log_not_authorized",
+                           "idc2 gave no __consumer_offsets to read (Broker: Topic authorization failed)", 0, 21, 0, 0, 0),
+    ])
     close_embedded_clients(chdb_dsn)
     monkeypatch.setenv("OFFSET_PIPELINE_CLICKHOUSE_DSN", chdb_dsn)
     return resource
@@ -65,6 +73,9 @@ def test_cli_json_and_exit_codes(stored, capsys):
     assert out.splitlines()[0].split()[:2] == ["group", "direction"]
     lagging = next(line for line in out.splitlines() if line.startswith("lagging"))
     assert " NO " in lagging and "mirror_lag (1), no_standby_offset (2)" in lagging and "t[2]" in lagging
+    # how the sync reads each cluster, from its newest checkpoint: idc2 polled, and why
+    assert out.splitlines()[-1] == ("commit logs: idc1 following; idc2 polled (commit_log_not_authorized): idc2 gave "
+                                    "no __consumer_offsets to read (Broker: Topic authorization failed)")
 
     assert main(["readiness", "--group", "old", "--json"]) == 1  # too old to vouch for
     [old] = json.loads(capsys.readouterr().out)
@@ -127,8 +138,9 @@ def test_the_cli_lists_one_current_row_per_group_and_direction_with_plain_figure
     written, now = history
     assert main(["readiness"]) == 1  # two groups are not ready now
     lines = capsys.readouterr().out.splitlines()
-    header, shown = lines[0], [line for line in lines[1:] if not line.startswith("mirror")]
-    assert lines[-1].startswith("mirror: not checked yet")  # what the mirror check said: nothing yet
+    header, shown = lines[0], [line for line in lines[1:] if not line.startswith(("mirror", "commit logs"))]
+    assert lines[-2].startswith("mirror: not checked yet")  # what the mirror check said: nothing yet
+    assert lines[-1].startswith("commit logs: no continuous checkpoint yet")
     assert header.split("  ")[:1] == ["group"] and "expected duplicates" in header and "duplicates at most" in header
     assert "<=" not in "\n".join(lines)
     assert sorted(line.split("  ")[0] for line in shown) == sorted([RECOVERED, MOVED, DOWN, BOUNDED])
