@@ -46,23 +46,22 @@ def cluster_groups(admin_config: dict[str, Any], cluster: str, group_filter: Gro
     """Every matching group's state and committed offsets on ``cluster`` (raises when listing fails:
     :class:`ClusterConnectionError` naming the cause when the client reported why it cannot connect:
     a wrong CA, password or SASL mechanism, ...)."""
-    admin = shared_admin(admin_config)
-    try:
-        return read_groups(admin, cluster, group_filter, timeout_s=timeout_s)
-    except Exception as exc:
-        diagnosis = shared_admin_failure(admin_config, cluster)
-        if diagnosis is None:
-            raise
-        raise ClusterConnectionError(diagnosis) from exc
+    return _diagnosed(admin_config, cluster, lambda admin: read_groups(admin, cluster, group_filter, timeout_s=timeout_s))
 
 
 def cluster_named_groups(admin_config: dict[str, Any], cluster: str, group_ids: list[str],
                          timeout_s: float) -> list[GroupState]:
     """The state and committed offsets of ``group_ids`` on ``cluster`` (those it has), without listing
     every group; raises as :func:`cluster_groups` does when the cluster cannot be reached."""
+    return _diagnosed(admin_config, cluster,
+                      lambda admin: read_named_groups(admin, cluster, group_ids, timeout_s=timeout_s))
+
+
+def _diagnosed(admin_config: dict[str, Any], cluster: str, read):
+    """``read(admin)``; a failure the client can explain (TLS, login) raised as :class:`ClusterConnectionError`."""
     admin = shared_admin(admin_config)
     try:
-        return read_named_groups(admin, cluster, group_ids, timeout_s=timeout_s)
+        return read(admin)
     except Exception as exc:
         diagnosis = shared_admin_failure(admin_config, cluster)
         if diagnosis is None:
