@@ -46,7 +46,8 @@ def cluster_groups(admin_config: dict[str, Any], cluster: str, group_filter: Gro
     """Every matching group's state and committed offsets on ``cluster`` (raises when listing fails:
     :class:`ClusterConnectionError` naming the cause when the client reported why it cannot connect:
     a wrong CA, password or SASL mechanism, ...)."""
-    return _diagnosed(admin_config, cluster, lambda admin: read_groups(admin, cluster, group_filter, timeout_s=timeout_s))
+    return _diagnosed(admin_config, cluster,
+                      lambda admin: read_groups(admin, cluster, group_filter, timeout_s=timeout_s))
 
 
 def cluster_named_groups(admin_config: dict[str, Any], cluster: str, group_ids: list[str],
