@@ -44,7 +44,7 @@ def test_the_continuous_job_runs_its_one_asset_with_checks_a_freshness_policy_an
     assert int(job.tags["dagster/max_runtime"]) == 900 + 600
     asset = defs.resolve_assets_def("offset_continuous_sync")
     assert {c.name for c in asset.check_keys} == {"no_loss", "sync_freshness", "clusters_readable", "switch_readiness",
-                                                  "checkpoints_written"}
+                                                  "checkpoints_written", "commit_log_followed"}
     policy = asset.specs_by_key[asset.key].freshness_policy
     assert policy is not None and policy.fail_window.to_timedelta().total_seconds() == 2 * 900 + 300
 

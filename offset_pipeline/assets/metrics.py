@@ -38,6 +38,7 @@ from offset_pipeline.monitoring.metrics_step import (
 from offset_pipeline.resources import ClickHouseResource
 from offset_pipeline.run_targets import SYNC_POOL
 from offset_pipeline.storage import (
+    commit_log_follow,
     commits,
     cycle_rows,
     metrics,
@@ -97,7 +98,8 @@ def offset_sync_metrics(
     spool = clickhouse.deferred_writes()
     writer = open_writer(clickhouse, snapshots.ensure_table, commits.ensure_table, translations.ensure_tables,
                          metrics.ensure_tables, readiness.ensure_table,
-                         mirror_checks.ensure_table)  # every table Grafana reads exists from the first cycle
+                         mirror_checks.ensure_table,  # every table Grafana reads exists from the first cycle
+                         commit_log_follow.ensure_table)
     replay = spool.replay(writer.client) if writer.outcome.error is None else None
     if writer.outcome.error is not None or replay.error is not None:
         return _without_clickhouse(context, spool, writer.outcome.error or replay.error, replay, started)

@@ -245,13 +245,12 @@ class ContinuousSync:
                     if waiting:
                         self.summary.stopped_by = waiting
                         break
+                rest = self.settings.min_cycle_s - (time.monotonic() - started)
+                if rest > 0:  # at most one cycle per min_cycle_s: commits arriving meanwhile are one batch
+                    stop.wait(rest)
                 if self._reads.last_kind == "followed":
                     # the next cycle when a commit comes (or after revisit_s: unsettled partitions)
                     self._reads.wait_for_commits(min(self.settings.revisit_s, max(0.0, deadline - time.monotonic())))
-                    continue
-                rest = self.settings.min_cycle_s - (time.monotonic() - started)
-                if rest > 0:
-                    stop.wait(rest)
             if stop.is_set():
                 self.summary.stopped_by = "stop requested"
             # the last checkpoint holds the run's final state: never skipped for one still in flight

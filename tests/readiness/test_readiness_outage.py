@@ -97,7 +97,8 @@ def test_after_an_outage_and_its_recovery_readiness_shows_the_present(kafka_pair
     close_embedded_clients(chdb_dsn)
     monkeypatch.setenv("OFFSET_PIPELINE_CLICKHOUSE_DSN", chdb_dsn)
     assert main(["readiness", "--group", group]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("mirror")]  # mirror check's
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if not line.startswith(("mirror", "commit logs"))]  # the mirror check's and the reads' lines
     [line] = [line for line in lines[1:] if line.startswith(group)]
     assert len(lines) == 2 and f"{active} -> {standby}" in line and " yes " in line
     assert "undecided" not in line and "<=" not in line and "is the sync running" not in line

@@ -309,8 +309,11 @@ def test_the_continuous_mode_as_the_sync_principal_commits_and_writes_checkpoint
     assert result.success
     meta = metadata(result, "offset_continuous_sync")
     assert meta["stopped_by"] == "rollover" and meta["checkpoints"] >= 2 and meta["commit_errors"] == 0
+    # the sync's rights alone, without Read on __consumer_offsets: the run polled, and says so
     assert {k: v for k, v in checks(result).items() if k != "switch_readiness"} == {
-        "no_loss": True, "sync_freshness": True, "clusters_readable": True, "checkpoints_written": True}
+        "no_loss": True, "sync_freshness": True, "clusters_readable": True, "checkpoints_written": True,
+        "commit_log_followed": False}
+    assert meta["commit_log_idc1"] == meta["commit_log_idc2"] == "commit_log_not_authorized"
     client = resources["clickhouse"].get_client()
     written = client.query(
         "SELECT partition, max(new_offset) FROM offset_commits WHERE group_id = {g:String} AND applied "

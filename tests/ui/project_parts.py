@@ -49,7 +49,7 @@ PROJECT = ProjectParts(
         "offset_sync_metrics": frozenset({"metrics_written", "switch_readiness"}),
         "offset_standby_commits": frozenset({"no_loss", "sync_freshness"}),
         "offset_continuous_sync": frozenset({"no_loss", "sync_freshness", "clusters_readable", "switch_readiness",
-                                             "checkpoints_written"}),
+                                             "checkpoints_written", "commit_log_followed"}),
         "offset_fast_forwards": frozenset({"no_loss"}),
         "offset_failover_audit": frozenset({"no_loss_in_window"}),
         "offset_mirror_proofs": frozenset({"every_direction_has_a_proof"}),
