@@ -159,7 +159,13 @@ class CommitLogFollower:
         while len(commits) < max_records:
             wait = max(0.0, deadline - time.monotonic()) if not commits and not counts else 0.0
             try:
-                messages = self._consumer.consume(min(500, max_records - len(commits)), timeout=wait)
+                # What has arrived, at once; when nothing has, wait for the first record alone: a batch
+                # consume waits out its whole timeout for a full batch, which delayed each commit by
+                # a quarter of a second on average
+                messages = self._consumer.consume(min(500, max_records - len(commits)), timeout=0)
+                if not messages and wait > 0:
+                    first = self._consumer.poll(wait)
+                    messages = [first] if first is not None else []
             except KafkaException as exc:
                 errors.append(str(exc.args[0]))
                 break
