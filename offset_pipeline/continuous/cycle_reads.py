@@ -60,12 +60,18 @@ class FollowStatus:
     modes: dict[str, tuple[str, str]] = field(default_factory=dict)  # cluster -> (mode, reason)
     reads: Counter = field(default_factory=Counter)  # "followed", "listed: <why>" -> cycles
     reconciliations: int = 0
-    compared: int = 0
-    differences: int = 0
     examples: list[str] = field(default_factory=list)  # the first differences found
     records: dict[str, Counter] = field(default_factory=dict)  # cluster -> records followed by kind
     compared_by: Counter = field(default_factory=Counter)  # cluster -> group-partitions compared
     differences_by: Counter = field(default_factory=Counter)  # cluster -> differences found
+
+    @property
+    def compared(self) -> int:
+        return sum(self.compared_by.values())
+
+    @property
+    def differences(self) -> int:
+        return sum(self.differences_by.values())
 
 
 class CycleReads:
@@ -170,8 +176,6 @@ class CycleReads:
 
     def _count(self, cluster: str, compared: int, differences: tuple[Difference, ...]) -> None:
         self.status.reconciliations += 1
-        self.status.compared += compared
-        self.status.differences += len(differences)
         self.status.compared_by[cluster] += compared
         self.status.differences_by[cluster] += len(differences)
         for d in differences[:20]:
