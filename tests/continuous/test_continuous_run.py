@@ -22,6 +22,7 @@ from tests.conftest import wait_for
 from tests.helpers.dashboards import check_every_panel
 from tests.helpers.groups import Member, committed
 from tests.helpers.records import read_values
+from tests.helpers.run_logs import request_stop
 from tests.helpers.topics import PARTITIONS
 
 pytestmark = pytest.mark.kafka
@@ -182,19 +183,37 @@ def test_with_following_off_every_cycle_lists_the_groups_and_still_syncs(kafka_p
         "clickhouse": ClickHouseResource(dsn=chdb_dsn),
         "spark": SparkResource(),
     }
+    instance = dg.DagsterInstance.ephemeral()  # the test ends the run through it once it saw two syncs
+    outcome: dict = {}
+    runner = threading.Thread(target=lambda: outcome.update(result=dg.materialize(
+        [offset_continuous_sync], resources=resources, instance=instance, raise_on_error=False,
+        run_config=run_config(group, topic, run_for_s=RUN_FOR_S + 60, follow_commit_log=False))))
+
+    def copies(c: dict[int, int]) -> dict[int, int]:
+        return {p: copy_of(read_values(b1, topic, p, per_partition), read_values(b2, topic, p, per_partition), c[p])
+                for p in range(PARTITIONS)}
+
     try:
         first = {p: per_partition - 10 for p in range(PARTITIONS)}
         member.commit(topic, first)
-        result = dg.materialize([offset_continuous_sync], resources=resources,
-                                run_config=run_config(group, topic, run_for_s=8, follow_commit_log=False))
+        runner.start()
+        wait_for(lambda: committed(b2, group, topic) == copies(first), timeout=RUN_FOR_S, what="the first sync")
+        # a later commit reaches the standby through a later cycle's listing: at least two cycles, however
+        # long this machine takes for the first one
+        moved = {p: first[p] + 4 for p in range(PARTITIONS)}
+        member.commit(topic, moved)
+        assert runner.is_alive(), "the run ended before the group's later commit"
+        wait_for(lambda: committed(b2, group, topic) == copies(moved), timeout=30, what=f"the sync of {moved}")
+        request_stop(instance)
+        runner.join(RUN_FOR_S + 120)
+        assert not runner.is_alive()
     finally:
         member.close()
+    result = outcome["result"]
     assert result.success
-    expected = {p: copy_of(read_values(b1, topic, p, per_partition), read_values(b2, topic, p, per_partition), first[p])
-                for p in range(PARTITIONS)}
-    assert committed(b2, group, topic) == expected
     [materialization] = result.asset_materializations_for_node("offset_continuous_sync")
     meta = {k: v.value for k, v in materialization.metadata.items()}
+    assert meta["cycles"] >= 2 and meta["reads_listed_first"] == 1, meta
     assert meta["reads_listed_commit_log_off"] == meta["cycles"] - 1 and "reads_followed" not in meta, meta
     assert (meta["commit_log_idc1"], meta["commit_log_idc2"]) == ("commit_log_off", "commit_log_off")
     check = {e.check_name: e for e in result.get_asset_check_evaluations()}["commit_log_followed"]

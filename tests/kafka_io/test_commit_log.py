@@ -180,10 +180,9 @@ def test_the_first_commit_ever_on_a_fresh_cluster_is_followed(kafka_jars, tmp_pa
         topic, group = "fresh.orders", "the first group"
         admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap_servers})  # held until the answer
         admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-        consumer = Consumer({"bootstrap.servers": cluster.spec.bootstrap_servers, "group.id": group,
-                             "enable.auto.commit": False, "log_level": 3})
-        consumer.commit(offsets=[TopicPartition(topic, 0, 4)], asynchronous=False)  # creates the log
-        consumer.close()
+        # creates the log; retried while the new topic is not yet known where the group's commit lands
+        # (UNKNOWN_TOPIC_OR_PART on a loaded machine), and the committing consumer closed either way
+        commit_retried({"bootstrap.servers": cluster.spec.bootstrap_servers, "log_level": 3}, group, topic, 4)
         reader = Followed(follower)
         # the first commit, written before the follower could be assigned to the new log, is not missed
         reader.until(lambda: reader.of(group), "the first commit ever on the cluster")
