@@ -152,6 +152,20 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: position[item.nodeid])
 
 
+#: How much the workers yield to the one running the whole stacks: that chain is the run's longest (it
+#: starts first and ends last), and its JVMs and Dagster processes slowed most when all three workers
+#: competed for the two cores. A worker lowers its own priority at its first test outside the chain
+#: (an unprivileged process can lower its priority only), and what it starts inherits it.
+YIELDING_NICE = 5
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if os.environ.get("PYTEST_XDIST_WORKER") and xdist_work_unit(item.nodeid) != "whole stacks":
+        if os.getpriority(os.PRIO_PROCESS, 0) < YIELDING_NICE:
+            os.setpriority(os.PRIO_PROCESS, 0, YIELDING_NICE)
+
+
 def pytest_configure(config):
     from tests.helpers.timeline import Timeline
 
