@@ -117,7 +117,9 @@ class FollowedOffsets:
             self.sequence += 1
             applied += 1
             key = (c.topic, c.partition)
-            if c.offset is None:
+            # A negative offset (a client that committed "no position", -1) is no committed offset: a
+            # listing leaves it out, so the followed state does too (else a false difference).
+            if c.offset is None or c.offset < 0:
                 parts = self.offsets.get(c.group)
                 if parts is not None:
                     parts.pop(key, None)

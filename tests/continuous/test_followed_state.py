@@ -21,10 +21,11 @@ class Commit:
 
 
 def truth(commits) -> dict:
-    """What the cluster lists after ``commits``."""
+    """What the cluster lists after ``commits``: a listing leaves out a negative offset (a commit of
+    "no position", -1), as kafka_io/group_offsets.py does."""
     listing: dict = {}
     for c in commits:
-        if c.offset is None:
+        if c.offset is None or c.offset < 0:
             listing.get(c.group, {}).pop((c.topic, c.partition), None)
         else:
             listing.setdefault(c.group, {})[(c.topic, c.partition)] = c.offset
@@ -41,6 +42,17 @@ def test_seed_then_commits_and_deletions_apply_in_order():
     assert state.offsets == {"a": {("t", 0): 9}}
     assert state.take_changed() == {"a", "b"}
     assert state.take_changed() == set()
+
+
+def test_a_negative_offset_is_no_committed_offset_as_in_a_listing():
+    state = FollowedOffsets()
+    state.seed({"g": {("t", 0): 5, ("t", 1): 2}})
+    state.apply([Commit("g", "t", 0, -1)])  # a client that committed "no position"
+    assert state.offsets == {"g": {("t", 1): 2}} and state.take_changed() == {"g"}
+    # the listing after it lists only ("t", 1): not a difference
+    assert state.reconcile({"g": {("t", 1): 2}}, since=state.sequence).differences == ()
+    state.apply([Commit("g", "t", 1, -1)])
+    assert state.offsets == {}
 
 
 def test_a_seed_keeps_what_commits_applied_while_the_listing_ran_say():
@@ -95,7 +107,7 @@ def test_commits_after_the_listing_began_and_unreached_log_partitions_are_not_co
 
 GROUPS, TOPICS = ("g1", "g2", "ü \"q\""), ("t", "u")
 commits = st.lists(st.builds(Commit, st.sampled_from(GROUPS), st.sampled_from(TOPICS), st.integers(0, 2),
-                             st.one_of(st.none(), st.integers(0, 1000))), max_size=40)
+                             st.one_of(st.none(), st.just(-1), st.integers(0, 1000))), max_size=40)
 
 
 @settings(max_examples=300, deadline=None)
@@ -136,7 +148,7 @@ def test_a_missed_commit_is_a_difference_unless_a_later_one_overwrote_it(history
     later = [x for x in history[missed + 1:] if (x.group, x.topic, x.partition) == (c.group, c.topic, c.partition)]
     earlier = truth(history[:missed]).get(c.group, {}).get((c.topic, c.partition))
     found = [(d.group, d.topic, d.partition) for d in result.differences]
-    if later or earlier == c.offset:
+    if later or earlier == (c.offset if c.offset is not None and c.offset >= 0 else None):
         assert (c.group, c.topic, c.partition) not in found
     else:
         assert (c.group, c.topic, c.partition) in found
