@@ -254,6 +254,9 @@ def _follow_metadata(followed: FollowStatus) -> dict:
         "followed_reconciliations": followed.reconciliations,
         "followed_compared": followed.compared,
         "followed_differences": followed.differences,
+        # partitions (per cluster) whose log facts the cycles read, and those followed cycles carried
+        "log_facts_read": followed.ranges_read,
+        "log_facts_carried": followed.ranges_carried,
     }
 
 

@@ -13,8 +13,11 @@ A cycle lists every group when:
   ``listed: reconciliation``. Each listing while following is compared with the followed offsets
   (``continuous/followed_state.py``): every difference is counted, logged and expected to be none.
 
-Otherwise the cycle reads the changed groups on both clusters and the log facts of every partition
-involved (``sync/snapshot_step.py``, ``ChangedGroups``): its cost follows the commits, not the groups.
+Otherwise the cycle reads the changed groups on both clusters and the log facts of their
+partitions, and of the unsettled partitions the run names; every other partition's log facts are
+carried from the last read (``sync/snapshot_step.py``, ``ChangedGroups``): its cost follows the
+commits, not the groups. The run asks for every partition's log facts before a checkpoint, so the
+rows it stores (lag, the stale sensor's log ends) are as new as a listing's.
 """
 
 from __future__ import annotations
@@ -64,6 +67,8 @@ class FollowStatus:
     records: dict[str, Counter] = field(default_factory=dict)  # cluster -> records followed by kind
     compared_by: Counter = field(default_factory=Counter)  # cluster -> group-partitions compared
     differences_by: Counter = field(default_factory=Counter)  # cluster -> differences found
+    ranges_read: int = 0  # partitions (per cluster) whose log facts the cycles read
+    ranges_carried: int = 0  # ... and those a followed cycle carried from the read before it
 
     @property
     def compared(self) -> int:
@@ -86,6 +91,7 @@ class CycleReads:
                      if settings.follow_commit_log else None)
         self.status = FollowStatus()
         self._groups: dict[str, list] | None = None  # each cluster's groups as last read
+        self._last: ClusterReads | None = None  # the last read, when every cluster answered it
         self._listed_generation: dict[str, int] = {}
         self._next_listing_s = 0.0
         self._pending: list[_Pending] = []
@@ -101,21 +107,31 @@ class CycleReads:
             return False
         return self.feed.wait(timeout_s)
 
-    def read(self, offset_syncs=None) -> ClusterReads:
+    def read(self, offset_syncs=None, also: frozenset[tuple[str, int]] = frozenset(),
+             all_ranges: bool = False) -> ClusterReads:
+        """This cycle's read. A followed one reads the log facts of the changed groups' partitions
+        and of ``also`` (the owner's unsettled partitions), the others carried from the last read,
+        unless ``all_ranges`` (the owner's checkpoints: the rows it stores have every log end new)."""
         modes = self.modes()
         why = self._why_list(modes)
         if why is None:
             changed = self.feed.take_changed()
             ids = sorted(set().union(*changed.values()))
+            carried = None if all_ranges else self._last
             reads = read_clusters(self._admin_configs, self._filter, self._timeout_s, calls=self._calls,
-                                  offset_syncs=offset_syncs, changed=ChangedGroups(self._groups, ids))
+                                  offset_syncs=offset_syncs,
+                                  changed=ChangedGroups(self._groups, ids, carried, frozenset(also)))
             kind = "followed"
         else:
             reads = self._list(modes, offset_syncs)
             kind = f"listed: {why}"
         self.status.reads[kind] += 1
+        asked = sum(len(p) for p in reads.asked.values())
+        self.status.ranges_read += asked - reads.carried
+        self.status.ranges_carried += reads.carried
         self.last_kind = kind
         self._groups = None if reads.unavailable else {c: list(g) for c, g in reads.groups.items()}
+        self._last = None if reads.unavailable else reads
         self._compare_pending()
         return reads
 

@@ -237,8 +237,10 @@ class ContinuousSync:
             self._first_cycle()
             while time.monotonic() < deadline and not stop.is_set():
                 started = time.monotonic()
-                self._record(self.cycle())
-                if time.monotonic() >= next_checkpoint:
+                checkpoint_due = started >= next_checkpoint
+                # a checkpoint's cycle reads every partition's log facts: the rows it stores are new
+                self._record(self.cycle(all_ranges=checkpoint_due))
+                if checkpoint_due:
                     self._checkpoint()
                     next_checkpoint = time.monotonic() + self.settings.checkpoint_s
                     waiting = self._ask_yield()
@@ -295,12 +297,14 @@ class ContinuousSync:
     # -- one cycle -----------------------------------------------------------------------------
 
     @cyclic_gc_paused()  # as the interval steps: the cycle's rows make no reference cycles (sync/gc_pause.py)
-    def cycle(self) -> CycleOutcome:
+    def cycle(self, all_ranges: bool = False) -> CycleOutcome:
+        """One cycle. ``all_ranges``: a followed read reads every partition's log facts too, not only
+        those of the groups that committed and of the unsettled partitions (``cycle_reads.py``)."""
         started = time.monotonic()
         self._number += 1
         cycle_id = f"{self.run_id}:{self._number}"
         time_ms = int(time.time() * 1000)
-        snapshot = self._read(cycle_id, time_ms)
+        snapshot = self._read(cycle_id, time_ms, all_ranges)
         read_done = time.monotonic()
         tuples = [snapshot_tuple(r) for r in snapshot]
         revisit = partitions_to_revisit(self.state.snapshot_tuples(), tuples, self.state.memory,
@@ -310,8 +314,10 @@ class ContinuousSync:
         return self._sync(cycle_id, time_ms, snapshot, tuples, revisit, self.state.history(),
                           self.state.previous_committed(), started)
 
-    def _read(self, cycle_id: str, time_ms: int):
-        reads = self._reads.read(offset_syncs=self._offset_syncs if self.settings.offset_syncs_topics else None)
+    def _read(self, cycle_id: str, time_ms: int, all_ranges: bool = False):
+        reads = self._reads.read(offset_syncs=self._offset_syncs if self.settings.offset_syncs_topics else None,
+                                 also=self.state.unsettled_partitions(time.monotonic(), self.settings.revisit_s),
+                                 all_ranges=all_ranges)
         self._unavailable = dict(reads.unavailable)
         self._renew_clients(reads.unavailable)
         return reads.rows(cycle_id, time_ms)

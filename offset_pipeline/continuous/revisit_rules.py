@@ -56,6 +56,9 @@ class RevisitReason(str, Enum):
         return self.value
 
 
+_EXACT_STATUSES = frozenset(s.value for s in TranslationStatus if s.exact)
+
+
 @dataclass(frozen=True)
 class PartitionMemory:
     """What the run remembers of one group-partition since it last translated it."""
@@ -69,11 +72,7 @@ class PartitionMemory:
     @property
     def settled(self) -> bool:
         """An exact translation whose commit ended synced: nothing to gain from reading it again."""
-        try:
-            exact = TranslationStatus(self.status).exact
-        except ValueError:
-            return False
-        return exact and self.commit_synced
+        return self.commit_synced and self.status in _EXACT_STATUSES  # an unknown status is not exact
 
 
 @dataclass(frozen=True)

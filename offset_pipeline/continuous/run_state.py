@@ -192,6 +192,13 @@ class ContinuousState:
                     and b.committed_offset is not None and b.committed_offset == commit.committed_after:
                 self.synced_at[key] = max(self.synced_at.get(key, 0.0), read_at_s)
 
+    def unsettled_partitions(self, now_s: float, revisit_s: float) -> frozenset[tuple[str, int]]:
+        """The (topic, partition)s with a group-partition not settled and translated ``revisit_s`` or
+        more ago: a cycle may revisit them when their log ends moved, so a followed read reads those
+        log ends anew (``continuous/cycle_reads.py``)."""
+        return frozenset((key[1], key[2]) for key, m in self.memory.items()
+                         if now_s - m.translated_at_s >= revisit_s and not m.settled)
+
     def forget_topics(self, topics: Iterable[str]) -> None:
         """Translate these topics' group-partitions again next cycle (their shape changed)."""
         topics = set(topics)

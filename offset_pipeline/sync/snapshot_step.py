@@ -48,6 +48,10 @@ class ClusterReads:
     ranges: dict[str, list[PartitionRange]] = field(default_factory=dict)
     timestamp_types: dict[str, dict[str, str]] = field(default_factory=dict)
     range_errors: dict[str, dict[tuple[str, int], str]] = field(default_factory=dict)
+    carried: int = 0  # partitions (per cluster, summed) whose log facts were carried from an earlier read
+    # cluster -> the partitions its log facts were asked of (read or carried); one absent there is
+    # asked and has neither a range nor an error
+    asked: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
 
     def add_groups(self, cluster: str, result: list[GroupState] | Exception) -> None:
         if isinstance(result, Exception):
@@ -71,6 +75,19 @@ class ClusterReads:
         self.ranges[cluster] = result.ranges
         self.timestamp_types[cluster] = result.timestamp_types
         self.range_errors[cluster] = result.errors
+
+    def carry_ranges(self, cluster: str, earlier: "ClusterReads", partitions: set[tuple[str, int]]) -> None:
+        """``earlier``'s log facts of ``partitions`` on ``cluster``, beside this read's own."""
+        self.ranges[cluster] = self.ranges.get(cluster, []) + [
+            r for r in earlier.ranges.get(cluster, []) if (r.topic, r.partition) in partitions]
+        self.timestamp_types[cluster] = {**earlier.timestamp_types.get(cluster, {}), **self.timestamp_types.get(cluster, {})}
+        self.range_errors[cluster] = {**{tp: why for tp, why in earlier.range_errors.get(cluster, {}).items()
+                                         if tp in partitions}, **self.range_errors.get(cluster, {})}
+        self.carried += len(partitions)
+
+    def known_partitions(self, cluster: str) -> set[tuple[str, int]]:
+        """The partitions this read asked ``cluster`` the log facts of (read or carried)."""
+        return self.asked.get(cluster, set())
 
     def rows(self, snapshot_id: str, snapshot_time_ms: int) -> list[SnapshotRow]:
         return build_snapshot_rows(
@@ -137,10 +154,28 @@ class _ClusterReader:
 @dataclass(frozen=True)
 class ChangedGroups:
     """A read of only the groups that changed (a commit-log follower saw them commit): each cluster's
-    groups as last read (``previous``), and the ids to read again on every cluster."""
+    groups as last read (``previous``), and the ids to read again on every cluster.
+
+    ``carried``: the last read, whose log facts stand for the partitions no changed group involves
+    (a settled group-partition whose group did not commit needs no new log end: its answer stands,
+    ``continuous/revisit_rules.py``); ``also``: partitions to read anyway (the owner's unsettled ones,
+    waiting for a copy to arrive). A partition the last read has no facts of is read."""
 
     previous: Mapping[str, list[GroupState]]
     group_ids: list[str]
+    carried: ClusterReads | None = None
+    also: frozenset[tuple[str, int]] = frozenset()
+
+    def fresh_partitions(self, groups: Mapping[str, list[GroupState]], involved: set[tuple[str, int]]
+                         ) -> set[tuple[str, int]]:
+        """The partitions whose log facts this read reads (pure)."""
+        ids = set(self.group_ids)
+        fresh = involved_partitions(g for states in groups.values() for g in states
+                                    if g.group_id in ids or g.read_error)
+        fresh |= self.also & involved
+        for cluster in groups:
+            fresh |= involved - self.carried.known_partitions(cluster)
+        return fresh
 
 
 def read_clusters(admin_configs: AdminConfigs, group_filter: GroupFilter, timeout_s: float,
@@ -155,7 +190,8 @@ def read_clusters(admin_configs: AdminConfigs, group_filter: GroupFilter, timeou
     offset-syncs topics, read alongside the groups, so before every log range, then stamped with the
     log ends (``sync/offset_sync_step.py``: a pair is stamped only with an end read after it).
     ``changed``: instead of listing every group, the groups as last read with the changed ones read
-    again (the log facts are read for every partition involved, as always)."""
+    again; with ``changed.carried`` (the last read), the log facts too are read only where they may
+    have changed (:meth:`ChangedGroups.fresh_partitions`), the others carried from that read."""
     # Each cluster's reads in a child process of its own (kafka_io/isolated.py): librdkafka can
     # abort its process when admin requests time out around a broker restart; so it costs only that
     # cluster's facts. Both clusters are read at once.
@@ -178,11 +214,19 @@ def read_clusters(admin_configs: AdminConfigs, group_filter: GroupFilter, timeou
                 reads.add_groups(name, groups)
             for done in syncs_reads:  # every pair read is read before any log end below
                 done.result()
-            partitions = sorted(involved_partitions(g for states in reads.groups.values() for g in states))
+            involved = involved_partitions(g for states in reads.groups.values() for g in states)
+            carried = changed.carried if changed is not None else None
+            fresh = involved if carried is None else changed.fresh_partitions(reads.groups, involved)
+            partitions = sorted(fresh)
             readable = [name for name in admin_configs if name not in reads.unavailable]
             ranged = pool.map(lambda name: reader.ranges_of(name, partitions, _unlisted(reads.groups, name)), readable)
             for name, ranges in zip(readable, ranged):
                 reads.add_ranges(name, ranges)
+                if name in reads.unavailable:
+                    continue
+                reads.asked[name] = involved
+                if carried is not None:
+                    reads.carry_ranges(name, carried, involved - fresh)
         if offset_syncs is not None:
             offset_syncs.observe(reads.ranges)
     finally:

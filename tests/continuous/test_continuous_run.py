@@ -126,6 +126,9 @@ def test_one_run_follows_the_group_commit_after_commit(kafka_pair, chdb_dsn, one
     # every reconcile_s a listing anyway, compared with what was followed: the group's partitions
     assert meta["reads_listed_reconciliation"] >= 1 and meta["followed_compared"] >= PARTITIONS, meta
     assert meta["followed_differences"] == 0 and checks["commit_log_followed"].passed
+    # a followed cycle the group did not commit in read no log facts anew: they were carried (and the
+    # syncs above were exact all the same); listings and checkpoints read every partition's
+    assert meta["log_facts_carried"] > 0 and meta["log_facts_read"] >= 2 * PARTITIONS, meta
     print(f"\ncycles {meta['cycles']}: " + ", ".join(f"{k} {v}" for k, v in meta.items() if k.startswith(("reads_", "revisited_")))
           + f"; cycle p50 {meta['cycle_seconds_p50']}s")
     assert checks["sync_freshness"].passed and checks["clusters_readable"].passed
@@ -216,5 +219,6 @@ def test_with_following_off_every_cycle_lists_the_groups_and_still_syncs(kafka_p
     assert meta["cycles"] >= 2 and meta["reads_listed_first"] == 1, meta
     assert meta["reads_listed_commit_log_off"] == meta["cycles"] - 1 and "reads_followed" not in meta, meta
     assert (meta["commit_log_idc1"], meta["commit_log_idc2"]) == ("commit_log_off", "commit_log_off")
+    assert meta["log_facts_carried"] == 0, meta  # a listing reads every partition's log facts
     check = {e.check_name: e for e in result.get_asset_check_evaluations()}["commit_log_followed"]
     assert check.passed and "off" in check.description

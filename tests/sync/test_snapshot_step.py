@@ -1,0 +1,68 @@
+"""The snapshot step's followed read (sync/snapshot_step.py, ``ChangedGroups``) on the session's real
+clusters: the log facts of the partitions the changed groups involve, and of those named ``also``,
+are read anew; every other partition's are carried from the last read, and a partition the last
+read did not ask about is read."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+
+from offset_pipeline.kafka_io.group_offsets import GroupFilter
+from offset_pipeline.sync.snapshot_step import ChangedGroups, ClusterReads, read_clusters
+from tests.helpers.groups import commit_as_group
+from tests.helpers.one_partition import produce
+
+pytestmark = pytest.mark.kafka
+
+
+def log_ends(reads: ClusterReads, cluster: str) -> dict[str, int]:
+    return {r.topic: r.log_end for r in reads.ranges[cluster] if r.partition == 0}
+
+
+def test_a_followed_read_reads_the_log_facts_of_the_changed_groups_and_carries_the_others(kafka_pair):
+    uid = uuid.uuid4().hex[:8]
+    b1 = kafka_pair.bootstrap("idc1")
+    topics = {name: kafka_pair.create_topic(f"t.carried-{name}.{uid}") for name in ("a", "b", "c")}
+    groups = {name: f"carried {name} {uid}" for name in topics}
+    for name, topic in topics.items():
+        produce(b1, topic, ["x", "y"])
+        commit_as_group(b1, groups[name], topic, 1)
+    configs = {c: (lambda c=c: {"bootstrap.servers": kafka_pair.bootstrap(c), "log_level": 3}) for c in ("idc1", "idc2")}
+    group_filter = GroupFilter(f"^carried .* {re.escape(uid)}$")
+
+    first = read_clusters(configs, group_filter, 10.0)
+    assert not first.unavailable and first.carried == 0
+    assert log_ends(first, "idc1") == {topics["a"]: 2, topics["b"]: 2, topics["c"]: 2}
+
+    # more records on every topic; only group a commits; c's partition is named (an unsettled one)
+    for topic in topics.values():
+        produce(b1, topic, ["z"])
+    commit_as_group(b1, groups["a"], topics["a"], 3)
+    followed = read_clusters(configs, group_filter, 10.0, changed=ChangedGroups(
+        first.groups, [groups["a"]], carried=first, also=frozenset({(topics["c"], 0)})))
+    assert not followed.unavailable
+    # a's and c's log ends are new, b's is the last read's
+    assert log_ends(followed, "idc1") == {topics["a"]: 3, topics["b"]: 2, topics["c"]: 3}
+    assert followed.carried == 2  # b's partition on each cluster
+    a_now = {g.group_id: g.committed for g in followed.groups["idc1"]}
+    assert a_now[groups["a"]] == {(topics["a"], 0): 3} and a_now[groups["b"]] == {(topics["b"], 0): 1}
+    # the rows have every group-partition on both clusters, b's with the carried facts
+    rows = {(r.cluster, r.group_id): r for r in followed.rows("s", 0)}
+    assert len(rows) == 6 and rows[("idc1", groups["b"])].log_end == 2 and rows[("idc1", groups["a"])].log_end == 3
+
+    # without a last read to carry from, or when the last read did not ask about a partition, it is read
+    d = kafka_pair.create_topic(f"t.carried-d.{uid}")
+    produce(b1, d, ["w"])
+    commit_as_group(b1, groups["b"], d, 1)  # group b now involves a partition the last read did not ask about
+    again = read_clusters(configs, group_filter, 10.0, changed=ChangedGroups(
+        followed.groups, [], carried=followed))
+    assert log_ends(again, "idc1") == {topics["a"]: 3, topics["b"]: 2, topics["c"]: 3}  # nobody committed: carried
+    again = read_clusters(configs, group_filter, 10.0, changed=ChangedGroups(
+        followed.groups, [groups["b"]], carried=followed))
+    assert log_ends(again, "idc1")[d] == 1 and log_ends(again, "idc1")[topics["b"]] == 3
+    everything = read_clusters(configs, group_filter, 10.0, changed=ChangedGroups(followed.groups, [groups["b"]]))
+    assert everything.carried == 0 and log_ends(everything, "idc1") == {
+        topics["a"]: 3, topics["b"]: 3, topics["c"]: 3, d: 1}
