@@ -156,10 +156,10 @@ class ChangedGroups:
     """A read of only the groups that changed (a commit-log follower saw them commit): each cluster's
     groups as last read (``previous``), and the ids to read again on every cluster.
 
-    ``carried``: the last read, whose log facts stand for the partitions no changed group involves
-    (a settled group-partition whose group did not commit needs no new log end: its answer stands,
-    ``continuous/revisit_rules.py``); ``also``: partitions to read anyway (the owner's unsettled ones,
-    waiting for a copy to arrive). A partition the last read has no facts of is read."""
+    ``carried``: the last read, whose log facts stand for the partitions where nothing changed (a
+    settled group-partition whose committed offset and group did not change needs no new log end:
+    its answer stands, ``continuous/revisit_rules.py``); ``also``: partitions to read anyway (the
+    owner's unsettled ones, waiting for a copy to arrive)."""
 
     previous: Mapping[str, list[GroupState]]
     group_ids: list[str]
@@ -168,14 +168,26 @@ class ChangedGroups:
 
     def fresh_partitions(self, groups: Mapping[str, list[GroupState]], involved: set[tuple[str, int]]
                          ) -> set[tuple[str, int]]:
-        """The partitions whose log facts this read reads (pure)."""
-        ids = set(self.group_ids)
-        fresh = involved_partitions(g for states in groups.values() for g in states
-                                    if g.group_id in ids or g.read_error)
-        fresh |= self.also & involved
-        for cluster in groups:
+        """The partitions whose log facts this read reads (pure): on either cluster, every partition
+        of a group whose members or state changed, that is new or unreadable; each partition whose
+        committed offset changed, appeared or went; ``also``; and any the carried read did not ask
+        about. So a group-partition the cycle revisits for a change of its group or offset
+        (``revisit_rules``) is translated from log facts read after that change."""
+        fresh = set(self.also & involved)
+        for cluster, states in groups.items():
+            before = {g.group_id: g for g in self.previous.get(cluster, [])}
+            for now in states:
+                was = before.get(now.group_id)
+                if now is was:  # a group not read again: carried whole
+                    continue
+                if was is None or now.read_error or was.read_error \
+                        or (now.member_count, now.state) != (was.member_count, was.state):
+                    fresh |= set(now.committed) | (set(was.committed) if was is not None else set())
+                elif now.committed != was.committed:
+                    fresh |= {tp for tp in set(now.committed) | set(was.committed)
+                              if now.committed.get(tp) != was.committed.get(tp)}
             fresh |= involved - self.carried.known_partitions(cluster)
-        return fresh
+        return fresh & involved
 
 
 def read_clusters(admin_configs: AdminConfigs, group_filter: GroupFilter, timeout_s: float,

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from offset_pipeline.kafka_io.group_offsets import GroupFilter
+from offset_pipeline.kafka_io.group_offsets import GroupFilter, GroupState
 from offset_pipeline.sync.snapshot_step import ChangedGroups, ClusterReads, read_clusters
 from tests.helpers.groups import commit_as_group
 from tests.helpers.one_partition import produce
@@ -53,7 +53,8 @@ def test_a_followed_read_reads_the_log_facts_of_the_changed_groups_and_carries_t
     rows = {(r.cluster, r.group_id): r for r in followed.rows("s", 0)}
     assert len(rows) == 6 and rows[("idc1", groups["b"])].log_end == 2 and rows[("idc1", groups["a"])].log_end == 3
 
-    # without a last read to carry from, or when the last read did not ask about a partition, it is read
+    # a partition the last read did not ask about is read; one whose committed offset did not change
+    # is carried, even in a group read again
     d = kafka_pair.create_topic(f"t.carried-d.{uid}")
     produce(b1, d, ["w"])
     commit_as_group(b1, groups["b"], d, 1)  # group b now involves a partition the last read did not ask about
@@ -62,7 +63,36 @@ def test_a_followed_read_reads_the_log_facts_of_the_changed_groups_and_carries_t
     assert log_ends(again, "idc1") == {topics["a"]: 3, topics["b"]: 2, topics["c"]: 3}  # nobody committed: carried
     again = read_clusters(configs, group_filter, 10.0, changed=ChangedGroups(
         followed.groups, [groups["b"]], carried=followed))
-    assert log_ends(again, "idc1")[d] == 1 and log_ends(again, "idc1")[topics["b"]] == 3
+    assert log_ends(again, "idc1") == {topics["a"]: 3, topics["b"]: 2, topics["c"]: 3, d: 1}
     everything = read_clusters(configs, group_filter, 10.0, changed=ChangedGroups(followed.groups, [groups["b"]]))
     assert everything.carried == 0 and log_ends(everything, "idc1") == {
         topics["a"]: 3, topics["b"]: 3, topics["c"]: 3, d: 1}
+
+
+def state(group: str, committed: dict, members: int = 0, group_state: str = "EMPTY", read_error: str = "") -> GroupState:
+    return GroupState("idc1", group, group_state, members, committed, read_error)
+
+
+T0, T1, T2 = ("t", 0), ("t", 1), ("u", 0)
+BEFORE = {"g": state("g", {T0: 5, T1: 7}), "h": state("h", {T2: 1})}
+
+
+@pytest.mark.parametrize("now, also, fresh", [
+    ({"g": state("g", {T0: 5, T1: 7})}, set(), set()),  # read again, nothing changed: carried
+    ({"g": state("g", {T0: 6, T1: 7})}, set(), {T0}),  # one offset moved: that partition
+    ({"g": state("g", {T0: 5})}, set(), set()),  # an offset gone: no longer involved
+    ({"g": state("g", {T0: 5, T1: 7}, members=1, group_state="STABLE")}, set(), {T0, T1}),  # the group changed
+    ({"g": state("g", {T0: 5, T1: 7}, read_error="boom")}, set(), {T0, T1}),  # unreadable
+    ({"new": state("new", {T0: 1})}, set(), {T0}),  # a new group
+    ({"g": state("g", {T0: 5, T1: 7})}, {T1, ("gone", 0)}, {T1}),  # also, where involved
+])
+def test_the_fresh_partitions_are_those_a_revisit_may_translate(now, also, fresh):
+    groups = {"idc1": [now.get(g, BEFORE.get(g)) for g in sorted(set(BEFORE) | set(now)) if g in now or g == "h"]}
+    carried = ClusterReads(asked={"idc1": {T0, T1, T2}})
+    changed = ChangedGroups({"idc1": list(BEFORE.values())}, sorted(now), carried, frozenset(also))
+    involved = {tp for g in groups["idc1"] for tp in g.committed}
+    assert changed.fresh_partitions(groups, involved) == fresh
+    # a partition the carried read did not ask about is read whatever else holds
+    unasked = ChangedGroups({"idc1": list(BEFORE.values())}, sorted(now), ClusterReads(asked={"idc1": {T0}}),
+                            frozenset(also))
+    assert unasked.fresh_partitions(groups, involved) == fresh | (involved - {T0})
