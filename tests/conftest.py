@@ -9,9 +9,11 @@ from __future__ import annotations
 import gc
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -27,15 +29,18 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from devstack.cluster import ClusterSpec, KafkaCluster
 from devstack.jars import fetch_jars
 from devstack.mirror import DataMirror, MirrorConfig, MirrorEndpoint
-from devstack.mirrormaker2 import MirrorMaker2, MirrorMaker2Config, MirrorMaker2Keeper
 from devstack.paths import jars_dir
+from tests.helpers import shared_pair
 from tests.helpers.local_spark import stop_local_spark
 
 # The session mirrors copy only topics with this prefix, so tests that run a mirror of their own
 # (restarts, failures) use other names and never race the shared one.
-MIRRORED_PREFIX = "t."
-# The Python mirror's session threads (``python_mirrors``) copy only topics with this prefix.
-PYTHON_MIRRORED_PREFIX = "py."
+MIRRORED_PREFIX = shared_pair.MIRRORED_PREFIX
+#: this process's name among the run's workers ("main" without pytest-xdist)
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+# The Python mirror's session threads (``python_mirrors``) copy only topics with this prefix: the
+# session's clusters are every worker's, each worker's Python mirror copies its own topics.
+PYTHON_MIRRORED_PREFIX = f"py.{WORKER}."
 
 # SIGTERM grace for brokers a test owns and throws away with their data: in full runs, a broker
 # that served transactional mirrors sometimes sat out the whole 30 s default stop timeout at
@@ -167,6 +172,11 @@ def pytest_runtest_setup(item):
 
 
 def pytest_configure(config):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        # The run's main process: where its workers find the session's clusters, and who they
+        # belong to (tests/helpers/shared_pair.py); they inherit this environment.
+        os.environ[shared_pair.DIR_VARIABLE] = tempfile.mkdtemp(prefix="offset-pipeline-session-pair-")
+        os.environ[shared_pair.MAIN_PID_VARIABLE] = str(os.getpid())
     from tests.helpers.timeline import Timeline
 
     artifacts = Path(os.environ.get("OFFSET_PIPELINE_TEST_ARTIFACTS") or Path(__file__).parent.parent / "test-artifacts")
@@ -175,6 +185,13 @@ def pytest_configure(config):
     from offset_pipeline.resources import spark
 
     spark.DRIVER_DEFAULTS["spark.driver.memory"] = TEST_SPARK_DRIVER_MEMORY
+
+
+def pytest_unconfigure(config):
+    if not os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(shared_pair.DIR_VARIABLE):
+        directory = Path(os.environ.pop(shared_pair.DIR_VARIABLE))
+        shared_pair.stop(directory)
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def wait_for(predicate, timeout=60.0, what="condition"):
@@ -350,33 +367,33 @@ def started_pair(kafka_jars: Path, base: Path):
 
 
 @pytest.fixture(scope="session")
-def kafka_pair(kafka_jars, tmp_path_factory) -> KafkaPair:
-    with started_pair(kafka_jars, tmp_path_factory.mktemp("kafka")) as pair:
-        try:
-            yield pair
-        finally:
-            # Pooled read consumers (kafka_io) in this process and in local Spark's Python
-            # workers would keep reconnecting (and logging) to the stopped brokers.
-            from offset_pipeline.kafka_io.partition_records import CONSUMERS
+def kafka_pair(kafka_jars) -> KafkaPair:
+    """The run's two clusters, one pair for every worker (tests/helpers/shared_pair.py), with their
+    MirrorMaker 2 (``session_mirrors``); the run's main process stops them at its end."""
+    directory, main_pid = os.environ.get(shared_pair.DIR_VARIABLE), os.environ.get(shared_pair.MAIN_PID_VARIABLE)
+    if not directory or not main_pid:
+        raise pytest.UsageError(f"{shared_pair.DIR_VARIABLE} is not set: tests/conftest.py's pytest_configure sets it")
+    pair = KafkaPair(*shared_pair.attach(Path(directory), kafka_jars, int(main_pid)))
+    try:
+        yield pair
+    finally:
+        # Clients of this process, and pooled read consumers (kafka_io) in it and in local Spark's
+        # Python workers, closed before the main process stops the clusters: else they would keep
+        # reconnecting (and logging) to the stopped brokers.
+        from offset_pipeline.kafka_io.partition_records import CONSUMERS
 
-            CONSUMERS.close()
-            stop_local_spark()
+        CONSUMERS.close()
+        stop_local_spark()
+        close_kafka_clients_of_this_process()
 
 
 @pytest.fixture(scope="session")
-def session_mirrors(kafka_pair, tmp_path_factory) -> MirrorMaker2Keeper:
+def session_mirrors(kafka_pair) -> KafkaPair:
     """The session's data mirror, both ways, for topics named ``t.*``: Apache Kafka's MirrorMaker 2
     with the project's origin-header transform (exactly-once), as the local stack runs it, kept
-    running by its keeper (a failed task or a dead JVM is restarted). Started from the main thread's
-    fixture set-up; its JVM lives as long as the keeper's thread."""
-    config = MirrorMaker2Config(
-        (kafka_pair.endpoint("idc1"), kafka_pair.endpoint("idc2")), tmp_path_factory.mktemp("mirrormaker2"),
-        topics=re.escape(MIRRORED_PREFIX) + ".*", rest_port=free_port(),
-    )
-    keeper = MirrorMaker2Keeper(MirrorMaker2(config))
-    keeper.start()
-    yield keeper
-    keeper.stop(grace_s=THROWAWAY_MIRROR_GRACE_S)
+    running by its keeper (a failed task or a dead JVM is restarted) in the process that holds the
+    session's clusters (tests/helpers/shared_pair.py), from their start to the run's end."""
+    return kafka_pair
 
 
 @pytest.fixture(scope="session")
@@ -391,6 +408,7 @@ def python_mirrors(kafka_pair):
         mirror = DataMirror(MirrorConfig(
             kafka_pair.endpoint(source), kafka_pair.endpoint(target),
             topic_pattern=rf"^{re.escape(PYTHON_MIRRORED_PREFIX)}", metadata_refresh_s=0.5,
+            instance=WORKER,  # its own positions and transactional id: another worker's mirror fences none
         ))
         thread = threading.Thread(target=mirror.run, args=(stop,), daemon=True, name=f"python-mirror-{source}")
         thread.start()
