@@ -74,6 +74,11 @@ WHOLE_STACK_MODULES = frozenset({
     "tests/devstack/test_stack.py",
     "tests/sensors/test_daemon_restart.py",
     "tests/sensors/test_dagster_on_postgres.py",
+})
+#: The browser tests' modules: one ``bin/up`` for both (tests/ui/conftest.py), a chain of its own
+#: beside the whole-stack chain since the session's clusters are one pair for the run (memory left
+#: for a second stack).
+UI_STACK_MODULES = frozenset({
     "tests/ui/test_project_parts.py",
     "tests/ui/test_ui_runs.py",
 })
@@ -96,13 +101,18 @@ OWN_CLUSTER_MODULES = frozenset({
     "tests/sync/test_offset_sync_commit.py",
 })
 #: Work units whose modules one worker runs one after the other (unit: (marker, modules)), in the
-#: order the workers take them first. Each keeps its kind of load on one worker: two whole stacks at
-#: once, beside another worker's clusters, ran this 24 GiB machine out of memory, and fault modules
-#: starting their JVMs side by side starved the other workers' brokers of CPU.
+#: order the workers take them first. Each keeps its kind of load on one worker: fault modules
+#: starting their JVMs side by side starved the other workers' brokers of CPU, and two whole stacks
+#: of the first chain at once, beside every worker's own pair of clusters, ran this 24 GiB machine
+#: out of memory. With one pair for the run, the UI's stack runs beside the first chain's (12 GB
+#: were still free at the lowest with one).
 CHAINS = {
     "whole stacks": ("whole_stack", WHOLE_STACK_MODULES),
+    "ui stack": ("ui_stack", UI_STACK_MODULES),
     "own clusters": ("own_clusters", OWN_CLUSTER_MODULES),
 }
+#: the chains the other workers yield to (``YIELDING_NICE``)
+STACK_CHAINS = frozenset({"whole stacks", "ui stack"})
 #: The secure tests share one worker, so the session's secure pair (tests/secure/conftest.py) starts once.
 SECURE_PAIR_UNIT, SECURE_PAIR_FOLDER = "secure pair", "tests/secure/"
 
@@ -157,16 +167,16 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: position[item.nodeid])
 
 
-#: How much the workers yield to the one running the whole stacks: that chain is the run's longest (it
-#: starts first and ends last), and its JVMs and Dagster processes slowed most when all three workers
-#: competed for the two cores. A worker lowers its own priority at its first test outside the chain
-#: (an unprivileged process can lower its priority only), and what it starts inherits it.
+#: How much the workers yield to those running the stacks' chains: the whole-stack chain is the run's
+#: longest (it starts first and ends last), and its JVMs and Dagster processes slowed most when the
+#: workers competed for the two cores. A worker lowers its own priority at its first test outside
+#: those chains (an unprivileged process can lower its priority only), and what it starts inherits it.
 YIELDING_NICE = 5
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    if os.environ.get("PYTEST_XDIST_WORKER") and xdist_work_unit(item.nodeid) != "whole stacks":
+    if os.environ.get("PYTEST_XDIST_WORKER") and xdist_work_unit(item.nodeid) not in STACK_CHAINS:
         if os.getpriority(os.PRIO_PROCESS, 0) < YIELDING_NICE:
             os.setpriority(os.PRIO_PROCESS, 0, YIELDING_NICE)
 

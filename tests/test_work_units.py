@@ -13,6 +13,7 @@ from tests.conftest import (
     CHAINS,
     OWN_CLUSTER_MODULES,
     SECURE_PAIR_UNIT,
+    UI_STACK_MODULES,
     WHOLE_STACK_MODULES,
     xdist_work_order,
     xdist_work_unit,
@@ -31,7 +32,8 @@ def test_every_chained_module_exists_and_carries_its_marker(unit):
 
 
 def test_no_module_is_in_two_chains():
-    assert not WHOLE_STACK_MODULES & OWN_CLUSTER_MODULES
+    modules = [m for _, chained in CHAINS.values() for m in chained]
+    assert len(modules) == len(set(modules))
 
 
 def test_tests_of_one_module_are_one_unit_and_each_chain_shares_one():
@@ -39,6 +41,7 @@ def test_tests_of_one_module_are_one_unit_and_each_chain_shares_one():
     assert xdist_work_unit("tests/sync/test_commit_step.py::TestC::test_b") == "tests/sync/test_commit_step.py"
     assert {xdist_work_unit(f"{module}::test_x") for module in WHOLE_STACK_MODULES} == {"whole stacks"}
     assert {xdist_work_unit(f"{module}::test_x") for module in OWN_CLUSTER_MODULES} == {"own clusters"}
+    assert {xdist_work_unit(f"{module}::test_x") for module in UI_STACK_MODULES} == {"ui stack"}
     assert xdist_work_unit("tests/devstack/test_stack_census.py::test_x") != "whole stacks"  # by path, not by prefix
     assert {xdist_work_unit(f"tests/secure/{m}::t") for m in ("test_secure_sync.py", "test_secure_jobs.py")} == {
         SECURE_PAIR_UNIT}

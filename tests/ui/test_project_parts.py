@@ -17,7 +17,7 @@ from tests.ui import reduced_location
 from tests.ui.dagster_pages import parts_missing_from_ui
 from tests.ui.project_parts import PROJECT, parts_of_definitions
 
-pytestmark = [pytest.mark.ui, pytest.mark.whole_stack]
+pytestmark = [pytest.mark.ui, pytest.mark.ui_stack]
 
 
 def test_the_list_the_browser_checks_is_the_projects():

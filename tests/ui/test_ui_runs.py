@@ -22,7 +22,7 @@ from tests.ui.dagster_pages import (
     shot,
 )
 
-pytestmark = [pytest.mark.ui, pytest.mark.whole_stack]
+pytestmark = [pytest.mark.ui, pytest.mark.ui_stack]
 
 SYNC_ASSETS = {"offset_snapshot", "offset_translations", "offset_standby_commits", "offset_sync_metrics"}
 STATUS_TABLE_HEADER = ["group", "topic", "status", "partitions", "InSync", "max sync age (s)", "d"]
