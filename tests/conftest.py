@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -264,10 +263,7 @@ def stopped_by_sigterm(cmd: list[str], log_path: Path, env: dict | None = None):
                 proc.wait()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+free_port = shared_pair.free_port
 
 
 def devstack_env(base: Path, kafka_jars: Path, rate_scale: float) -> dict[str, str]:

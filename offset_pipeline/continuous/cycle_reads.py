@@ -13,9 +13,9 @@ A cycle lists every group when:
   ``listed: reconciliation``. Each listing while following is compared with the followed offsets
   (``continuous/followed_state.py``): every difference is counted, logged and expected to be none.
 
-Otherwise the cycle reads the changed groups on both clusters and the log facts of their
-partitions, and of the unsettled partitions the run names; every other partition's log facts are
-carried from the last read (``sync/snapshot_step.py``, ``ChangedGroups``): its cost follows the
+Otherwise the cycle reads the changed groups on both clusters and the log facts of the partitions
+whose committed offset moved or whose group changed, and of the unsettled partitions the run names;
+every other partition's log facts are carried from the last read (``sync/snapshot_step.py``, ``ChangedGroups``): its cost follows the
 commits, not the groups. The run asks for every partition's log facts before a checkpoint, so the
 rows it stores (lag, the stale sensor's log ends) are as new as a listing's.
 """
@@ -109,7 +109,7 @@ class CycleReads:
 
     def read(self, offset_syncs=None, also: frozenset[tuple[str, int]] = frozenset(),
              all_ranges: bool = False) -> ClusterReads:
-        """This cycle's read. A followed one reads the log facts of the changed groups' partitions
+        """This cycle's read. A followed one reads the log facts where an offset or a group changed
         and of ``also`` (the owner's unsettled partitions), the others carried from the last read,
         unless ``all_ranges`` (the owner's checkpoints: the rows it stores have every log end new)."""
         modes = self.modes()

@@ -299,7 +299,7 @@ class ContinuousSync:
     @cyclic_gc_paused()  # as the interval steps: the cycle's rows make no reference cycles (sync/gc_pause.py)
     def cycle(self, all_ranges: bool = False) -> CycleOutcome:
         """One cycle. ``all_ranges``: a followed read reads every partition's log facts too, not only
-        those of the groups that committed and of the unsettled partitions (``cycle_reads.py``)."""
+        those where an offset or a group changed and of the unsettled partitions (``cycle_reads.py``)."""
         started = time.monotonic()
         self._number += 1
         cycle_id = f"{self.run_id}:{self._number}"

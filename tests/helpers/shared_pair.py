@@ -20,6 +20,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -40,12 +41,11 @@ BROKER_GRACE_S = 5.0  # at the run's end: nobody reads their data again
 MIRROR_GRACE_S = 2.0
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_port() -> int:
+    """A loopback port free now (``tests/conftest.py`` hands it to the tests too)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def _clusters(state: dict, jars: Path) -> list[KafkaCluster]:
@@ -115,7 +115,7 @@ def hold(directory: Path, jars: Path, main_pid: int) -> None:
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: done.set())
-    clusters = [KafkaCluster(ClusterSpec(name, _free_port(), _free_port(), directory / name), jars)
+    clusters = [KafkaCluster(ClusterSpec(name, free_port(), free_port(), directory / name), jars)
                 for name in ("idc1", "idc2")]
     keeper = None
     try:
@@ -129,7 +129,7 @@ def hold(directory: Path, jars: Path, main_pid: int) -> None:
                 raise RuntimeError(f"{c.spec.name} did not start")
         config = MirrorMaker2Config(
             tuple(MirrorEndpoint(c.spec.name, c.spec.bootstrap_servers) for c in clusters), directory / "mirrormaker2",
-            topics=re.escape(MIRRORED_PREFIX) + ".*", rest_port=_free_port())
+            topics=re.escape(MIRRORED_PREFIX) + ".*", rest_port=free_port())
         keeper = MirrorMaker2Keeper(MirrorMaker2(config))
         keeper.start()
         state = {"pid": os.getpid(), "clusters": {
