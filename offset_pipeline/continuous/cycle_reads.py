@@ -194,6 +194,8 @@ class CycleReads:
         self.status.reconciliations += 1
         self.status.compared_by[cluster] += compared
         self.status.differences_by[cluster] += len(differences)
+        self.log.debug(f"offset-sync followed state reconciled with a listing on {cluster}: {compared} "
+                       f"compared, {len(differences)} differ")
         for d in differences[:20]:
             self.log.warning(f"offset-sync followed state differs from the listing on {cluster}: {d}")
         self.status.examples += [f"{cluster} {d}" for d in differences][: 20 - len(self.status.examples)]

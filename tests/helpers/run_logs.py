@@ -13,8 +13,13 @@ def logged(instance: dg.DagsterInstance, text: str) -> bool:
     """Whether the newest run of ``instance`` (an ephemeral one, given to ``dg.materialize``) has
     logged a message containing ``text``. The event log keeps every level, whatever the console
     logger's."""
+    return times_logged(instance, text) > 0
+
+
+def times_logged(instance: dg.DagsterInstance, text: str) -> int:
+    """How many messages of the newest run of ``instance`` contain ``text`` so far."""
     runs = instance.get_runs(limit=1)
-    return bool(runs) and any(text in (entry.user_message or "") for entry in instance.all_logs(runs[0].run_id))
+    return sum(text in (entry.user_message or "") for entry in instance.all_logs(runs[0].run_id)) if runs else 0
 
 
 def request_stop(instance: dg.DagsterInstance) -> str:
