@@ -190,7 +190,6 @@ def main(argv: list[str] | None = None) -> int:
 
     workload = Workload(args.topics, args.partitions, args.groups_per_topic, min(args.topics_per_group, args.topics),
                         args.records_per_partition, args.seed)
-    shapes = workload.shapes()
     print(f"offset_pipeline cycle benchmark: {os.cpu_count()} cores, Spark {args.spark}", flush=True)
     with tempfile.TemporaryDirectory(prefix="offset-pipeline-cycle-bench-") as tmp:
         tmp_dir = Path(tmp)

@@ -88,7 +88,7 @@ def translate_caught_up(facts: PartitionFacts) -> TranslationResult:
         strategy=Strategy.CAUGHT_UP, standby_offset=facts.standby_log_end, status=TranslationStatus.CAUGHT_UP,
         reason=(
             f"caught up: c = {facts.committed}, {facts.active} log end {facts.active_log_end}"
-            + (f" (only markers in between, read)" if lag else "")
+            + (" (only markers in between, read)" if lag else "")
             + f", logs quiet for {cu.logs_stable_for_s:.0f}s, {facts.standby}->{facts.active} mirror at "
             f"{facts.standby} log end: t = {facts.standby_log_end}"
         ),

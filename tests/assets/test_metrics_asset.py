@@ -62,6 +62,7 @@ def test_dry_run_then_synced_cycles_give_d_dd_and_statuses(kafka_pair, chdb_dsn,
     ).result_rows
     assert rolled == (3 * PARTITIONS, 2 * PARTITIONS, 3 * PARTITIONS, 0)
 
+    assert dry.success  # a dry run's rows are metrics too (the first cycle above)
     meta = again.asset_materializations_for_node("offset_sync_metrics")[0].metadata
     assert meta["cycle_rows_from"].value == "clickhouse"
     assert cycles.instance.get_run_record_by_id(again.run_id).start_time is not None  # read from the run's start on
