@@ -75,8 +75,8 @@ def spark_connect_driver_memory(env: Mapping[str, str] | None = None) -> str:
 
 
 def jvm_options(env: Mapping[str, str] | None = None) -> list[str]:
-    """Extra options for the dev stack's Kafka JVMs (brokers, their storage format, MirrorMaker 2),
-    after their own, so they win: ``OFFSET_PIPELINE_JVM_OPTIONS``, split as a shell would, default
+    """Extra options for the dev stack's JVMs (brokers, their storage format, MirrorMaker 2, the
+    Spark Connect server), after their own, so they win: ``OFFSET_PIPELINE_JVM_OPTIONS``, split as a shell would, default
     none. The tests use it for JVMs that start fast and idle cheaply (C1 only, the serial collector,
     no pre-touched heap). A word that is not an option is a :class:`DevStackError`."""
     env = os.environ if env is None else env

@@ -27,6 +27,7 @@ Ready means a Spark Connect session answers a query, not that the process exists
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 import sys
 import time
@@ -36,7 +37,7 @@ from pathlib import Path
 
 from devstack.cluster import find_java, port_in_use
 from devstack.errors import DevStackError
-from devstack.paths import spark_connect_driver_memory
+from devstack.paths import jvm_options, spark_connect_driver_memory
 from devstack.processes import ManagedProcess
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -65,6 +66,7 @@ class SparkConnectServer:
     master: str = "local[*]"
     python: str = sys.executable
     name: str = NAME
+    jvm_options: tuple[str, ...] = field(default_factory=lambda: tuple(jvm_options()))  # OFFSET_PIPELINE_JVM_OPTIONS, last
 
     @property
     def address(self) -> str:
@@ -95,8 +97,10 @@ class SparkConnectServer:
                 "--driver-memory", self.driver_memory,
                 # The whole heap from the start, touched (as the brokers, devstack/cluster.py): in the
                 # soak the JVM grew its heap towards --driver-memory for the whole hour, +700 MB
-                # after a restart, which a 1-hour fit cannot tell from a leak.
-                "--driver-java-options", f"-Xms{self.driver_memory} -XX:+AlwaysPreTouch"]
+                # after a restart, which a 1-hour fit cannot tell from a leak. OFFSET_PIPELINE_JVM_OPTIONS
+                # come last, so they win (the tests' servers start on C1 and touch no heap).
+                "--driver-java-options", shlex.join([f"-Xms{self.driver_memory}", "-XX:+AlwaysPreTouch",
+                                                     *self.jvm_options])]
         for key, value in conf.items():
             args += ["--conf", f"{key}={value}"]
         home = spark_home()

@@ -14,6 +14,7 @@ taken port is an error (no silent move to the next one).
 from __future__ import annotations
 
 import json
+import shlex
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from devstack.cluster import find_java, port_in_use
 from devstack.errors import DevStackError
+from devstack.paths import jvm_options
 from devstack.processes import ManagedProcess
 from devstack.spark_connect import spark_home
 
@@ -63,6 +65,8 @@ class SparkStandalone:
             "SPARK_HOME": str(spark_home()),
             "SPARK_LOCAL_IP": "127.0.0.1",  # loopback even where the hostname resolves elsewhere
             "SPARK_NO_DAEMONIZE": "1",
+            # the master's and workers' JVMs (OFFSET_PIPELINE_JVM_OPTIONS; none by default)
+            **({"SPARK_DAEMON_JAVA_OPTS": shlex.join(jvm_options())} if jvm_options() else {}),
         }.items()))
 
     def master(self) -> ManagedProcess:

@@ -5,6 +5,7 @@ Java would not take is refused with the variable and the value named, before any
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -63,8 +64,8 @@ def test_a_word_that_is_not_a_jvm_option_is_refused(value, named):
         jvm_options({"OFFSET_PIPELINE_JVM_OPTIONS": value})
 
 
-def test_the_brokers_and_mirrormaker2_put_the_options_after_their_own(monkeypatch, tmp_path):
-    monkeypatch.setenv("OFFSET_PIPELINE_JVM_OPTIONS", "-XX:-UseG1GC -XX:+UseSerialGC")
+def test_the_brokers_mirrormaker2_and_spark_connect_put_the_options_after_their_own(monkeypatch, tmp_path):
+    monkeypatch.setenv("OFFSET_PIPELINE_JVM_OPTIONS", "-XX:-UseG1GC -XX:+UseSerialGC -XX:-AlwaysPreTouch")
     from devstack.cluster import KafkaCluster
     broker = KafkaCluster(ClusterSpec("idc1", 1, 2, tmp_path / "idc1"), tmp_path / "jars")
     command = broker._java_command("java", "kafka.Kafka", "server.properties", broker=True)
@@ -77,5 +78,9 @@ def test_the_brokers_and_mirrormaker2_put_the_options_after_their_own(monkeypatc
                                 tmp_path / "mm2", rest_port=8083)
     command = MirrorMaker2(config).command()
     assert command.index("-XX:+UseG1GC") < command.index("-XX:-UseG1GC") < command.index("-cp")
+    # the Spark Connect server's driver: spark-submit hands these words to its JVM in this order
+    args = SparkConnectServer(1, tmp_path / "spark", driver_memory="1g").process().args
+    driver = shlex.split(args[args.index("--driver-java-options") + 1])
+    assert driver == ["-Xms1g", "-XX:+AlwaysPreTouch", "-XX:-UseG1GC", "-XX:+UseSerialGC", "-XX:-AlwaysPreTouch"]
     monkeypatch.delenv("OFFSET_PIPELINE_JVM_OPTIONS")
     assert ClusterSpec("idc1", 1, 2, tmp_path).jvm_options == ()

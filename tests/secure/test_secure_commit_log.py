@@ -61,7 +61,9 @@ def test_without_read_on_the_commit_log_the_run_polls_and_says_why_and_with_it_f
     meta, check = polled["meta"], polled["check"]
     assert (meta["commit_log_idc1"], meta["commit_log_idc2"]) == ("commit_log_not_authorized",) * 2, meta
     assert "authorization" in meta["commit_log_reason_idc1"].lower(), meta
-    assert meta["reads_listed_commit_log_not_authorized"] == meta["cycles"] - 1 and "reads_followed" not in meta
+    # every cycle after the first listed the groups (a loaded machine may fit only the first in the run)
+    assert meta.get("reads_listed_commit_log_not_authorized", 0) == meta["cycles"] - 1, meta
+    assert "reads_followed" not in meta, meta
     assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
     assert "idc1 polled (commit_log_not_authorized)" in check.description
     # polling, the sync committed all the same
