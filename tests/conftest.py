@@ -120,8 +120,8 @@ CHAINS = {
     "ui stack": ("ui_stack", UI_STACK_MODULES),
     "own clusters": ("own_clusters", OWN_CLUSTER_MODULES),
 }
-#: the chains the other workers yield to (``YIELDING_NICE``)
-STACK_CHAINS = frozenset({"whole stacks", "ui stack"})
+#: the chains the other workers yield to (``YIELDING_NICE``): all three, each a worker's whole run
+UNYIELDING_CHAINS = frozenset(CHAINS)
 #: The secure tests share one worker, so the session's secure pair (tests/secure/conftest.py) starts once.
 SECURE_PAIR_UNIT, SECURE_PAIR_FOLDER = "secure pair", "tests/secure/"
 
@@ -176,16 +176,18 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: position[item.nodeid])
 
 
-#: How much the workers yield to those running the stacks' chains: the whole-stack chain is the run's
-#: longest (it starts first and ends last), and its JVMs and Dagster processes slowed most when the
-#: workers competed for the two cores. A worker lowers its own priority at its first test outside
-#: those chains (an unprivileged process can lower its priority only), and what it starts inherits it.
+#: How much the workers yield to those running the chains: a chain is one worker's from the start,
+#: so the longest ends the run, and its JVMs and Dagster processes slowed most when the workers
+#: competed for the two cores; the other units are small and fill whatever time is left. The fault
+#: chain yielded too until it was the longest (33.6 minutes of a 34.5-minute run, a test in it
+#: 38 s alone and 424 s there). A worker lowers its own priority at its first test outside the
+#: chains (an unprivileged process can lower its priority only), and what it starts inherits it.
 YIELDING_NICE = 5
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    if os.environ.get("PYTEST_XDIST_WORKER") and xdist_work_unit(item.nodeid) not in STACK_CHAINS:
+    if os.environ.get("PYTEST_XDIST_WORKER") and xdist_work_unit(item.nodeid) not in UNYIELDING_CHAINS:
         if os.getpriority(os.PRIO_PROCESS, 0) < YIELDING_NICE:
             os.setpriority(os.PRIO_PROCESS, 0, YIELDING_NICE)
 

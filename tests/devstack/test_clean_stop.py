@@ -1,14 +1,16 @@
-"""A stop of ``bin/up`` leaves nothing behind: SIGTERM or SIGHUP to its pid alone
-(SIGHUP as the kernel sends it when the terminal closes), or dagster dev crashing, stops every
-process it started -- both brokers, the mirror, traffic, consumers, the Spark Connect server and its
-Python workers, ``dagster dev`` with its webserver, daemon, code servers and any in-flight run --
-within 30 s. Ctrl-C (SIGINT to its process group, as a terminal sends it) is the stop of the UI
-tests' ``bin/up`` at the end of the session, with the same census and limits (tests/ui/conftest.py):
-one start of the whole stack fewer.
+"""A stop of ``bin/up`` leaves nothing behind: SIGHUP to its pid alone (as the kernel sends it when
+the terminal closes), or dagster dev crashing, stops every process it started -- both brokers, the
+mirror, traffic, consumers, the Spark Connect server and its Python workers, ``dagster dev`` with its
+webserver, daemon, code servers and any in-flight run -- within 30 s; so does SIGTERM to its pid
+while the stack is still starting (``devstack up`` in flight, some parts up, others not yet).
+Ctrl-C (SIGINT to its process group, as a terminal sends it) is the stop of the UI tests' ``bin/up``
+at the end of the session, with the same census and limits (tests/ui/conftest.py): one start of the
+whole stack fewer.
 
 Each case starts the README's main command in a pseudo-terminal, on free ports in a temporary
-folder, waits for the UI and for the sync sensor's first run, takes a census of the stack's
-processes (tests/devstack/stack_census.py) and stops it one way.
+folder, waits for the moment its stop is about (the UI and the sync sensor's first run, or the first
+broker started), takes a census of the stack's processes (tests/devstack/stack_census.py) and stops
+it one way.
 """
 
 from __future__ import annotations
@@ -126,11 +128,26 @@ def dagster_dev_pid(bin_up_pid: int) -> int:
     raise AssertionError("no dagster dev process under bin/up")
 
 
-# How each case stops bin/up, and the exit code bin/up then ends with. SIGINT is the UI tests' stop
-# (Ctrl-C to the process group, tests/ui/conftest.py); SIGINT to the pid alone runs the same trap as
-# SIGTERM (bin/up's on_signal), so it is not a case of its own: one start of the whole stack fewer.
+def wait_for_a_starting_stack(base: Path, ui: DagsterUI, proc: subprocess.Popen, timeout: float = 240) -> dict:
+    """Until ``devstack up`` has started idc1's broker (its pid file is written) and Dagster is not
+    started yet: the stack is half up. Returns no runs (there are none yet)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"bin/up exited with {proc.returncode}:\n{ui.log_tail()}"
+        if (base / "idc1" / "broker.pid").exists():
+            assert "Dagster UI" not in ui.log_path.read_text(errors="replace"), "the stack was up already"
+            return {}
+        time.sleep(0.2)
+    raise AssertionError(f"devstack up started no broker within {timeout:.0f}s:\n{ui.log_tail()}")
+
+
+# How each case stops bin/up, when, and the exit code bin/up then ends with. SIGINT is the UI tests'
+# stop (Ctrl-C to the process group, tests/ui/conftest.py). SIGINT, SIGTERM and SIGHUP to the pid
+# alone run one trap (bin/up's on_signal): SIGHUP stops the whole stack here, SIGTERM the stack while
+# it starts (bin/up then stops its ``devstack up`` step first), one start of the whole stack fewer.
 STOPS = {
-    "sigterm-to-pid": (lambda proc, terminal: os.kill(proc.pid, signal.SIGTERM), 128 + signal.SIGTERM),
+    "sigterm-to-pid-while-starting": (lambda proc, terminal: os.kill(proc.pid, signal.SIGTERM),
+                                      128 + signal.SIGTERM),
     # The terminal window closed: the kernel sends SIGHUP to bin/up's pid, and every later write
     # to the terminal fails.
     "sighup-to-pid-terminal-closed": (lambda proc, terminal: terminal.hang_up(), 128 + signal.SIGHUP),
@@ -154,8 +171,11 @@ def test_a_stop_of_bin_up_leaves_no_process_behind(stop, kafka_jars, tmp_path):
     terminal.start()
     census: dict[int, Proc] = {}
     try:
-        wait_until_loaded(ui, proc, timeout=420)
-        runs_before = wait_for_a_sync_run(ui, proc)
+        if stop.endswith("-while-starting"):
+            runs_before = wait_for_a_starting_stack(base, ui, proc)
+        else:
+            wait_until_loaded(ui, proc, timeout=420)
+            runs_before = wait_for_a_sync_run(ui, proc)
         census = stack_processes(base, proc.pid)
         send, exit_code = STOPS[stop]
         send(proc, terminal)
