@@ -25,6 +25,7 @@ class Timeline:
         if self.worker == "main":
             for old in self.folder.glob("*.tsv"):
                 old.unlink()
+            self.core_speed_s = core_speed_s()  # before the workers start: the machine still idle
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
@@ -53,8 +54,25 @@ class Timeline:
             units[unit] = (min(s, start), max(e, end), w)
         write = terminalreporter.write_line
         terminalreporter.section("time per worker and work unit (tests/helpers/timeline.py)")
+        write(f"this machine: {CORE_SPEED_STEPS // 1_000_000}M steps of a Python loop in "
+              f"{getattr(self, 'core_speed_s', float('nan')):.2f}s on one idle core (runs compare on like machines)")
         for worker in sorted(busy):
             last = max(r[2] for r in rows if r[0] == worker)
             write(f"{worker}: busy {busy[worker] / 60:.1f} min, last test ended {(last - first) / 60:.1f} min in")
         for unit, (s, e, w) in sorted(units.items(), key=lambda kv: kv[1][0] - kv[1][1])[:12]:
             write(f"{(e - s) / 60:5.1f} min  {unit}  ({w}, {(s - first) / 60:.1f}-{(e - first) / 60:.1f} min)")
+
+
+#: the steps of :func:`core_speed_s`'s loop (a few tenths of a second)
+CORE_SPEED_STEPS = 10_000_000
+
+
+def core_speed_s() -> float:
+    """Seconds one core takes for a fixed pure-Python loop: suite times measured on machines whose
+    cores differ are not comparable (the same code took 23 minutes on one 2-core machine and 34 on
+    another)."""
+    started = time.perf_counter()
+    total = 0
+    for i in range(CORE_SPEED_STEPS):
+        total += i
+    return time.perf_counter() - started
