@@ -38,7 +38,7 @@ from tests.helpers.local_spark import stop_local_spark
 MIRRORED_PREFIX = shared_pair.MIRRORED_PREFIX
 #: this process's name among the run's workers ("main" without pytest-xdist)
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
-# The Python mirror's session threads (``python_mirrors``) copy only topics with this prefix: the
+# The Python mirror's threads (``python_mirrors``) copy only topics with this prefix: the
 # session's clusters are every worker's, each worker's Python mirror copies its own topics.
 PYTHON_MIRRORED_PREFIX = f"py.{WORKER}."
 
@@ -417,12 +417,13 @@ def session_mirrors(kafka_pair) -> KafkaPair:
     return kafka_pair
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def python_mirrors(kafka_pair):
     """The dev harness's Python mirror (``devstack/mirror.py``), both ways, for topics named ``py.*``,
-    in threads for the rest of the session once a test asks for it: for the tests of that mirror
-    itself (it still serves the soak) and of reading a mirror's positions from its consumer groups,
-    which MirrorMaker 2 does not keep."""
+    in threads until the module that asked for it ends: for the tests of that mirror itself (it still
+    serves the soak) and of reading a mirror's positions from its consumer groups, which MirrorMaker 2
+    does not keep. Not for the session: each mirror lists every topic of both clusters twice a second
+    to find new ones, and the session's clusters gather hundreds of topics over a run."""
     stop = threading.Event()
     mirrors, threads = [], []
     for source, target in (("idc1", "idc2"), ("idc2", "idc1")):
@@ -443,7 +444,7 @@ def python_mirrors(kafka_pair):
 
 @pytest.fixture
 def python_topic_name(request) -> str:
-    """A topic name unique to the test, picked up by the Python mirror's session threads."""
+    """A topic name unique to the test, picked up by the Python mirror's threads (``python_mirrors``)."""
     return f"{PYTHON_MIRRORED_PREFIX}{request.node.name[:40].replace('[', '-').rstrip(']')}.{uuid.uuid4().hex[:6]}"
 
 

@@ -302,7 +302,9 @@ def test_the_continuous_mode_as_the_sync_principal_commits_and_writes_checkpoint
     with live_member(secure_pair, group, topic, 10) as member:
         runner.start()
         try:
-            wait_for(lambda: committed(standby, group, topic) == {p: 10 for p in range(PARTITIONS)}, timeout=30,
+            # the first cycle starts the run's child processes and reads everything: on a loaded
+            # machine it has taken more than 30 s
+            wait_for(lambda: committed(standby, group, topic) == {p: 10 for p in range(PARTITIONS)}, timeout=150,
                      what="the first sync")
             member.commit(15)
             assert runner.is_alive(), "the run ended before the group's second commit"
