@@ -61,12 +61,13 @@ class SparkStandalone:
         return f"http://127.0.0.1:{self.ui_port}/json/"
 
     def _env(self) -> tuple[tuple[str, str], ...]:
+        options = jvm_options()
         return tuple(sorted({
             "SPARK_HOME": str(spark_home()),
             "SPARK_LOCAL_IP": "127.0.0.1",  # loopback even where the hostname resolves elsewhere
             "SPARK_NO_DAEMONIZE": "1",
             # the master's and workers' JVMs (OFFSET_PIPELINE_JVM_OPTIONS; none by default)
-            **({"SPARK_DAEMON_JAVA_OPTS": shlex.join(jvm_options())} if jvm_options() else {}),
+            **({"SPARK_DAEMON_JAVA_OPTS": shlex.join(options)} if options else {}),
         }.items()))
 
     def master(self) -> ManagedProcess:

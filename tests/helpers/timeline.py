@@ -18,6 +18,7 @@ class Timeline:
         self.folder = folder
         self.unit_of = unit_of  # node id -> its work unit (tests/conftest.py, xdist_work_unit)
         self.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        self.core_speed_s = float("nan")  # measured by the main process at the session's start
 
     def pytest_sessionstart(self, session):
         if self.worker == "main" or self.worker == "gw0":
@@ -55,7 +56,7 @@ class Timeline:
         write = terminalreporter.write_line
         terminalreporter.section("time per worker and work unit (tests/helpers/timeline.py)")
         write(f"this machine: {CORE_SPEED_STEPS // 1_000_000}M steps of a Python loop in "
-              f"{getattr(self, 'core_speed_s', float('nan')):.2f}s on one idle core (runs compare on like machines)")
+              f"{self.core_speed_s:.2f}s on one idle core (runs compare on like machines)")
         for worker in sorted(busy):
             last = max(r[2] for r in rows if r[0] == worker)
             write(f"{worker}: busy {busy[worker] / 60:.1f} min, last test ended {(last - first) / 60:.1f} min in")
