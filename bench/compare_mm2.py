@@ -15,7 +15,7 @@ two partitions each, read on idc1 by consumer groups:
   that MM2 never writes and this project's sync commits, translating through MM2's own offset-syncs
   topic (``mm2-offset-syncs.<target alias>.internal`` on idc1, the sync's offset-sync anchors);
 * ``cmp.headers.*``: one-way, mirrored by MirrorMaker 2 with the project's transform
-  (``devstack.mirrormaker2.MirrorMaker2``: ``Filter`` + ``HasHeaderKey(IDC)`` + ``OriginHeaders``, both
+  (``devstack.mirrormaker2.MirrorMaker2``: ``OriginHeaders`` with ``drop.copies``, both
   flows, exactly-once); groups ``.p0``/``.p1`` committed by this project's sync through the origin
   headers;
 * ``cmp.twoway.*``: produced on both clusters, mirrored both ways by the same MirrorMaker 2 with the

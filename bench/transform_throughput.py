@@ -324,6 +324,15 @@ def print_medians(results: dict[str, list[RunResult]], records: int) -> None:
         spread = f"{min(r.steady_rate for r in runs):.0f}..{max(r.steady_rate for r in runs):.0f}"
         print(f"{name:13s} {len(runs):4d} {steady:12.0f} {100 * steady / base:8.1f}% {spread:>15s} {whole:11.0f} "
               f"{1e6 / steady:9.2f} {1e6 / steady - 1e6 / base:11.2f}")
+    # Each round ran every variant minutes apart at most: the ratio within a round leaves out most of
+    # the drift of the machine's speed that spreads a variant's runs (runs i of every variant: round i)
+    print(f"\nwithin each round, steady rate against {BASELINE}'s of the same round:")
+    for name, runs in done.items():
+        if name == BASELINE:
+            continue
+        ratios = [r.steady_rate / b.steady_rate for r, b in zip(runs, done[BASELINE])]
+        print(f"{name:13s} " + " ".join(f"{100 * x:6.1f}%" for x in ratios)
+              + f"   median {100 * statistics.median(ratios):5.1f}%")
     print(f"target: the harness's transforms (both, or single if it configures that) >= 95.0 % of {BASELINE}")
 
 if __name__ == "__main__":

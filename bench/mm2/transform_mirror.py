@@ -1,5 +1,5 @@
 """MirrorMaker 2 with the project's transform (``devstack.mirrormaker2.MirrorMaker2``: both flows in one
-JVM, ``Filter`` + ``HasHeaderKey(IDC)`` + ``OriginHeaders``, exactly-once) over some of a benchmark's
+JVM, ``OriginHeaders`` dropping copies and marking the rest, exactly-once) over some of a benchmark's
 topics, for the MirrorMaker 2 comparison (``bench/compare_mm2.py``).
 
 Started from the calling thread, which must live as long as the mirror: the JVM's parent-death

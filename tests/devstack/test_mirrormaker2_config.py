@@ -26,9 +26,12 @@ def test_with_the_transform_both_flows_drop_copies_then_mark_the_origin():
     props = mm2_properties(MirrorMaker2Config(CLUSTERS, Path("/tmp/mm2"), rest_port=8083))
     for flow in ("us-east->dc-a", "dc-a->us-east"):
         assert props[f"{flow}.enabled"] == "true"
-        assert props[f"{flow}.transforms"] == "dropCopies,origin"
-        assert props[f"{flow}.predicates.isCopy.name"] == "IDC"
+        # one stage does both: drops what carries IDC (a copy), marks the rest
+        assert props[f"{flow}.transforms"] == "origin"
         assert props[f"{flow}.transforms.origin.type"] == "io.offsetpipeline.connect.OriginHeaders"
+        assert props[f"{flow}.transforms.origin.drop.copies"] == "true"
+        assert props[f"{flow}.transforms.origin.cluster.header"] == "IDC"
+        assert not [key for key in props if key.startswith(f"{flow}.predicates")]
     assert props["emit.offset-syncs.enabled"] == "false"
 
 

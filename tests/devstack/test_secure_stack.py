@@ -48,10 +48,12 @@ def secure_stack(tmp_path_factory, kafka_jars):
     base = tmp_path_factory.mktemp("secure-stack")
     env = {**devstack_env(base, kafka_jars, rate_scale=1.0), SECURE_ENV: "1"}
     started = time.monotonic()
-    up = devstack(env, "up")
-    assert up.returncode == 0, up.stdout + up.stderr
-    print(f"secure stack up in {time.monotonic() - started:.0f}s")
     try:
+        # inside the try: an `up` that fails or times out half-way has started parts, and a stack
+        # left running costs every later test of the run its CPU
+        up = devstack(env, "up")
+        assert up.returncode == 0, up.stdout + up.stderr
+        print(f"secure stack up in {time.monotonic() - started:.0f}s")
         yield env, base, up.stdout
     finally:
         os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)  # (end_connect_client, should the cycle test not run)
