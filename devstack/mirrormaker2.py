@@ -14,9 +14,9 @@ What runs: ``org.apache.kafka.connect.mirror.MirrorMaker`` (dedicated mode; jars
   ``drop.copies=true`` first drops every record that already carries an origin header, i.e. a copy,
   so nothing is mirrored back (two flows over same-named topics would otherwise loop forever), as
   Kafka's ``Filter`` under ``HasHeaderKey{IDC}`` in front of it would; then it adds ``IDC`` (the
-  source alias) and ``Offset`` (the upstream offset). Unlike the Python mirror, which replaces origin headers a producer forged, a
-  record produced with an ``IDC`` header of its own is taken for a copy and not mirrored at all
-  (the filter cannot tell them apart). In dedicated mode a flow's settings reach all of its connectors, and the
+  source alias) and ``Offset`` (the upstream offset). Unlike the Python mirror, which replaces
+  origin headers a producer forged, a record produced with an ``IDC`` header of its own is taken
+  for a copy and not mirrored at all (the transform cannot tell them apart). In dedicated mode a flow's settings reach all of its connectors, and the
   transform refuses records that are not copies, so heartbeats and checkpoints are turned off
   (the sync translates offsets itself), and offset syncs with them (nothing reads them). MirrorMaker
   2 says so at every start with one ERROR line per flow, expected: "Failed to configure
