@@ -168,7 +168,9 @@ class FailoverTrials:
     # a group no cycle has seen running after this many cycles gets its stop timer anyway (and
     # then counts as unsynced): a round always ends
     max_cycles_unseen: int = 20
-    mirror_wait_s: float = 60.0
+    # how long a trial's count waits for the mirror to copy what the group processed: a MirrorMaker 2
+    # killed and restarted mid-round took more than 60 s to copy again on a loaded 2-core machine
+    mirror_wait_s: float = 180.0
     restart_timeout_s: float = 60.0
     commit_every_records: int = 10
     commit_interval_s: float = 0.5

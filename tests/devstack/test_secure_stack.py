@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 IDC1_GROUPS = [g for g in default_groups() if g.active_cluster == "idc1"]
 
 
-def devstack(env, *args, timeout=240) -> subprocess.CompletedProcess:
+def devstack(env, *args, timeout=480) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "devstack", *args], env=env, capture_output=True, text=True, check=False,
                           timeout=timeout)
 

@@ -78,8 +78,8 @@ def test_a_restarted_daemon_ends_the_run_in_flight_and_resumes_the_sync(own_pair
         member.commit(TOPIC, {0: 50})
         daemon.start()
         # (>=: an at-least-once mirror may have copied a record twice, so the copy of idc1:49 is at 49 or later)
-        wait_for(lambda: committed(own_pair.bootstrap("idc2"), GROUP, TOPIC).get(0, -1) >= 50, timeout=300,
-                 what="the first standby commit")
+        wait_for(lambda: committed(own_pair.bootstrap("idc2"), GROUP, TOPIC).get(0, -1) >= 50, timeout=600,
+                 what="the first standby commit")  # the first run worker's local Spark: a JVM's start
 
         # Stop the daemon while a sync run is in flight.
         in_flight = wait_for(lambda: next((r for r in sync_runs(instance) if r.status == dg.DagsterRunStatus.STARTED),

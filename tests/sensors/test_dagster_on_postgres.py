@@ -174,13 +174,13 @@ def test_the_daemon_runs_sensors_schedule_and_a_backfill_on_postgres(own_pair, p
         daemon_started = time.monotonic()
 
         # the sync sensor's cycles commit the synced group on its standby
-        wait_for(lambda: (committed(idc2, SYNCED_GROUP, SYNCED_TOPIC) or -1) >= 50, timeout=240,
+        wait_for(lambda: (committed(idc2, SYNCED_GROUP, SYNCED_TOPIC) or -1) >= 50, timeout=480,
                  what="the sync cycles' standby commit")
         wait_for(lambda: succeeded(instance, SYNC_JOB), timeout=120, what="a successful sync run")
         synced_s = time.monotonic() - daemon_started
 
         # the stale sensor's fast-forward moves the quiet group to the standby's log end
-        fast_forward = wait_for(lambda: fast_forward_of(instance, QUIET_GROUP), timeout=240,
+        fast_forward = wait_for(lambda: fast_forward_of(instance, QUIET_GROUP), timeout=480,
                                 what=f"a successful fast-forward run of {QUIET_GROUP}")
         assert fast_forward.tags["dagster/sensor_name"] == "stale_partition_sensor"
         assert committed(idc2, QUIET_GROUP, QUIET_TOPIC) == log_end(idc2, QUIET_TOPIC)

@@ -93,7 +93,9 @@ def chromium():
 def page(chromium, request):
     """A fresh browser context per test (no state carried over), its last view saved as a screenshot."""
     context = chromium.new_context(viewport={"width": 1600, "height": 1000})
-    context.set_default_timeout(30_000)
+    # Playwright's 30 s was too short for a page of the Dagster UI on a 2-core machine also running the
+    # suite's brokers and JVMs (three waits of the UI tests timed out in one CI run): 90 s.
+    context.set_default_timeout(90_000)
     page = context.new_page()
     # A fresh Dagster instance greets the first visitor with a newsletter dialog over every page.
     page.add_locator_handler(page.get_by_text("Join the Dagster community"),

@@ -24,7 +24,7 @@ def shot(page: Page, folder: Path, name: str) -> Path:
     return path
 
 
-def wait_for_settled_count(locator, at_least: int = 1, timeout_s: float = 30, settle_s: float = 1.5) -> int:
+def wait_for_settled_count(locator, at_least: int = 1, timeout_s: float = 90, settle_s: float = 1.5) -> int:
     """Wait until ``locator`` matches at least ``at_least`` elements and the count stops changing
     (the graph draws its nodes in several passes)."""
     deadline = time.monotonic() + timeout_s
@@ -55,7 +55,7 @@ def asset_names_in_graph(page: Page, url: str) -> set[str]:
     return {n.strip() for n in names.all_text_contents()}
 
 
-def check_names_of_asset(page: Page, url: str, asset: str, expected: set[str], timeout_s: float = 10) -> set[str]:
+def check_names_of_asset(page: Page, url: str, asset: str, expected: set[str], timeout_s: float = 30) -> set[str]:
     """The asset page's Checks tab: which of ``expected`` it lists (none for an asset the UI does not know)."""
     page.goto(f"{url}/assets/{asset}?view=checks")
     count_heading = page.get_by_text(re.compile(r"^Checks \(\d+\)$"))
