@@ -287,7 +287,8 @@ class KafkaCluster:
 
     def _metadata_ok(self, request_timeout: float = 2.0) -> bool:
         admin = AdminClient(
-            {"bootstrap.servers": self.spec.bootstrap_servers, "socket.connection.setup.timeout.ms": 2000, "log_level": 0,
+            {"bootstrap.servers": self.spec.bootstrap_servers,
+             "socket.connection.setup.timeout.ms": int(max(2.0, request_timeout) * 1000), "log_level": 0,
              **self.spec.client_config}
         )
         try:
@@ -360,7 +361,9 @@ class KafkaCluster:
     def status(self) -> ClusterStatus:
         pid = self.pid()
         running = pid is not None and self._runs(pid)
-        ready = running and self._metadata_ok(request_timeout=1.0)
+        # 5 s: a secure cluster's TLS handshake, SCRAM login and metadata took over 1 s on a loaded
+        # 2-core machine, and status then called a ready broker unresponsive
+        ready = running and self._metadata_ok(request_timeout=5.0)
         return ClusterStatus(
             name=self.spec.name,
             bootstrap_servers=self.spec.bootstrap_servers,

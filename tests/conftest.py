@@ -62,6 +62,11 @@ os.environ.setdefault("OFFSET_PIPELINE_SPARK_CONNECT_DRIVER_MEMORY", TEST_SPARK_
 # on half the CPU (a broker: about 3.5 CPU-s to ready instead of 6.5) and idle cheaper.
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:-UseG1GC -XX:+UseSerialGC -XX:-AlwaysPreTouch"
 os.environ.setdefault("OFFSET_PIPELINE_JVM_OPTIONS", TEST_JVM_OPTIONS)
+# Every MirrorMaker 2 of the suite batches its source fetches (up to half a second): a quarter less
+# CPU for a stack's brokers and a third less for MirrorMaker 2, whose JVMs were half the run's CPU
+# (devstack/mirrormaker2.py, batched_fetch_wait_ms).
+TEST_MM2_FETCH_WAIT_MS = "500"
+os.environ.setdefault("OFFSET_PIPELINE_MM2_FETCH_WAIT_MS", TEST_MM2_FETCH_WAIT_MS)
 # The product bounds a cycle's Spark job (120 s) and its translation reads (60 s). Up to four workers
 # share two cores here, and a worker's first local Spark job has taken 75-120 s of that on a loaded
 # run: the cycle then, rightly, defers its partitions, and a test of something else fails. The tests
@@ -290,7 +295,7 @@ def devstack_env(base: Path, kafka_jars: Path, rate_scale: float) -> dict[str, s
         OFFSET_PIPELINE_RATE_SCALE=str(rate_scale), OFFSET_PIPELINE_SPARK_CONNECT_PORT=str(free_port()),
         OFFSET_PIPELINE_MM2_REST_PORT=str(free_port()), OFFSET_PIPELINE_BROKER_HEAP=TEST_BROKER_HEAP,
         OFFSET_PIPELINE_SPARK_CONNECT_DRIVER_MEMORY=TEST_SPARK_DRIVER_MEMORY,
-        OFFSET_PIPELINE_JVM_OPTIONS=TEST_JVM_OPTIONS,
+        OFFSET_PIPELINE_JVM_OPTIONS=TEST_JVM_OPTIONS, OFFSET_PIPELINE_MM2_FETCH_WAIT_MS=TEST_MM2_FETCH_WAIT_MS,
     )
     for name in ("IDC1", "IDC2"):
         env[f"OFFSET_PIPELINE_{name}_PORT"] = str(free_port())

@@ -45,6 +45,36 @@ def test_without_the_transform_one_flow_runs_otherwise_configured_the_same():
     assert {k: v for k, v in with_transform.items() if "transforms" not in k and "predicates" not in k} == props
 
 
+def test_both_modes_read_the_workers_offsets_committed_only():
+    """Exactly-once makes Connect read its offsets topic read_committed; at-least-once is told to, so
+    one that takes over an exactly-once MirrorMaker 2's flows never resumes from an aborted
+    transaction's offsets (past copies that were never committed)."""
+    eos = mm2_properties(MirrorMaker2Config(CLUSTERS, Path("/tmp/mm2"), rest_port=8083))
+    alo = mm2_properties(MirrorMaker2Config(CLUSTERS, Path("/tmp/mm2"), exactly_once=False))
+    for cluster in ("us-east", "dc-a"):
+        assert eos[f"{cluster}.exactly.once.source.support"] == "enabled"
+        assert f"{cluster}.isolation.level" not in eos  # Connect sets it itself with exactly-once
+        assert f"{cluster}.exactly.once.source.support" not in alo
+        assert alo[f"{cluster}.isolation.level"] == "read_committed"
+        # the copies' source consumers read committed records only, in both modes
+        assert eos[f"{cluster}.consumer.isolation.level"] == alo[f"{cluster}.consumer.isolation.level"] == "read_committed"
+
+
+def test_the_source_fetches_batch_only_when_a_wait_is_set(monkeypatch):
+    config = MirrorMaker2Config(CLUSTERS, Path("/tmp/mm2"), rest_port=8083)
+    monkeypatch.delenv("OFFSET_PIPELINE_MM2_FETCH_WAIT_MS", raising=False)
+    assert not [key for key in mm2_properties(config) if "fetch" in key]  # copy at once, as the benchmarks need
+    monkeypatch.setenv("OFFSET_PIPELINE_MM2_FETCH_WAIT_MS", "500")
+    props = mm2_properties(config)
+    for cluster in ("us-east", "dc-a"):
+        assert props[f"{cluster}.consumer.fetch.max.wait.ms"] == "500"
+        assert props[f"{cluster}.consumer.fetch.min.bytes"] == str(1 << 20)
+    for bad in ("half a second", "-5", "60001"):
+        monkeypatch.setenv("OFFSET_PIPELINE_MM2_FETCH_WAIT_MS", bad)
+        with pytest.raises(DevStackError, match="OFFSET_PIPELINE_MM2_FETCH_WAIT_MS must be"):
+            mm2_properties(config)
+
+
 def test_plain_mirrormaker_both_ways_is_refused():
     with pytest.raises(DevStackError, match="one way only"):
         MirrorMaker2Config(CLUSTERS, Path("/tmp/mm2"), rest_port=8083, origin_headers=False)

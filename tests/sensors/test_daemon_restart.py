@@ -45,6 +45,12 @@ def sync_runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
     return list(instance.get_runs(filters=dg.RunsFilter(job_name=SYNC_JOB), limit=100))
 
 
+def failure_messages(instance: dg.DagsterInstance, run_id: str) -> str:
+    """Why a run failed: its failure events' messages, for the assertion that names it."""
+    return " | ".join(e.message[:400] for e in instance.all_logs(run_id)
+                      if e.dagster_event is not None and e.dagster_event.is_failure) or "no failure event"
+
+
 def test_a_restarted_daemon_ends_the_run_in_flight_and_resumes_the_sync(own_pair, tmp_path):
     for cluster in ("idc1", "idc2"):
         own_pair.create_topic(TOPIC, on=(cluster,))
@@ -116,8 +122,9 @@ def test_a_restarted_daemon_ends_the_run_in_flight_and_resumes_the_sync(own_pair
               f"standby caught up {resumed_s:.0f}s after the restart")
         assert ended.status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE)
         assert len(keys) == len(set(keys)), f"a run key was requested twice: {keys}"
-        assert not [r for r in runs if r.status == dg.DagsterRunStatus.FAILURE and r.run_id != in_flight.run_id], \
-            "a sync run other than the one in flight at the stop failed"
+        failed = [r for r in runs if r.status == dg.DagsterRunStatus.FAILURE and r.run_id != in_flight.run_id]
+        assert not failed, ("a sync run other than the one in flight at the stop failed: "
+                            + "; ".join(f"{r.run_id}: {failure_messages(instance, r.run_id)}" for r in failed))
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n--- dagster-daemon log (tail) ---\n{daemon.tail()}") from None
     finally:
