@@ -1,0 +1,101 @@
+"""CPU-seconds per kind of process on the whole machine while a command runs, sampled every two
+seconds: where a run of the suite (or of anything else) spends the cores.
+
+    .venv/bin/python -m bench.suite_census [--interval-s 2] -- bin/test
+
+Every process alive at a sample is read (psutil): its user+sys time, kept per (pid, start time), so
+a process counts once and a pid reused later counts as a new one; a process that ran before the
+command started counts only what it spent after. A process
+that lives less than one interval is missed. A process's kind is taken from its command line when it
+is first seen (:func:`kind_of`). The table counts every process on the machine, not only the
+command's descendants: a stack's parts are started detached. Run it on an otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import psutil
+
+#: (kind, words that all appear in the command line), first match wins
+KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Kafka broker", ("java", "kafka.Kafka")),
+    ("MirrorMaker 2", ("java", "MirrorMaker")),
+    ("Spark (JVM)", ("java", "spark")),
+    ("other JVM", ("java",)),
+    ("Spark Python workers", ("pyspark.daemon",)),
+    ("Chromium", ("chromium",)),
+    ("Dagster webserver", ("dagster_webserver",)),
+    ("Dagster daemon", ("dagster._daemon",)),
+    ("Dagster code server", ("dagster", "api grpc")),
+    ("Dagster run worker", ("dagster", "execute_run")),
+    ("the sync's Kafka client processes", ("kafka_io.isolated",)),
+    ("pytest workers", ("exec(eval(sys.stdin.readline()))",)),
+    ("multiprocessing children", ("multiprocessing",)),
+    ("PostgreSQL", ("postgres",)),
+)
+
+
+def kind_of(command_line: str) -> str:
+    """The kind of a process by its command line (pure)."""
+    for kind, words in KINDS:
+        if all(word in command_line for word in words):
+            return kind
+    return "other"
+
+
+def census(command: list[str], interval_s: float) -> tuple[int, float, Counter]:
+    """Run ``command``; its exit code, seconds, and CPU-seconds per kind of every process seen."""
+    # (pid, start time) -> (kind, CPU when first seen if it ran before the command, last CPU)
+    seen: dict[tuple[int, float], tuple[str, float, float]] = {}
+    started, started_at = time.monotonic(), time.time()
+    proc = subprocess.Popen(command)
+    try:
+        while True:
+            for p in psutil.process_iter(["pid", "create_time", "cmdline", "cpu_times"]):
+                info = p.info
+                if info["cpu_times"] is None:
+                    continue
+                key = (info["pid"], info["create_time"])
+                cpu = info["cpu_times"].user + info["cpu_times"].system
+                if key in seen:
+                    kind, before, _ = seen[key]
+                else:  # what a process spent before the command started is not the command's
+                    kind, before = kind_of(" ".join(info["cmdline"] or [])), (
+                        cpu if info["create_time"] < started_at else 0.0)
+                seen[key] = (kind, before, cpu)
+            if proc.poll() is not None:
+                break
+            time.sleep(interval_s)
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait(timeout=60)
+    totals: Counter = Counter()
+    for kind, before, cpu in seen.values():
+        totals[kind] += cpu - before
+    return proc.returncode, time.monotonic() - started, totals
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--interval-s", type=float, default=2.0)
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the command to run after --")
+    code, seconds, totals = census(command, args.interval_s)
+    everything = sum(totals.values())
+    print(f"\n{' '.join(command)}: exit {code}, {seconds / 60:.1f} min, {everything:,.0f} CPU-s "
+          f"({everything / max(seconds, 1):.2f} cores on average)")
+    for kind, cpu in totals.most_common():
+        print(f"{cpu:9,.0f} CPU-s {100 * cpu / max(everything, 1):5.1f} %  {kind}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
