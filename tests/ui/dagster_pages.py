@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from playwright.sync_api import Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.ui.project_parts import ProjectParts
 
@@ -115,11 +116,20 @@ def launch_job_from_ui(page: Page, url: str, job: str, location: str = "offset_p
 
 
 def run_status_shown(page: Page, url: str, run_id: str, timeout_s: float) -> str:
-    """Watch the run's page until its status badge says it is done; the status it shows."""
+    """Watch the run's page until its status badge says it is done; the status it shows. The page
+    is reloaded every few seconds: a live page of a loaded machine can miss an update."""
     page.goto(f"{url}/runs/{run_id}")
     badge = page.get_by_text(re.compile(rf"^({'|'.join(RUN_DONE)})$")).first
-    badge.wait_for(timeout=timeout_s * 1000)
-    return badge.inner_text().strip()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            badge.wait_for(timeout=10_000)
+            return badge.inner_text().strip()
+        except PlaywrightTimeoutError:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"run {run_id} not shown done after {timeout_s:.0f}s: "
+                                     f"{page.locator('body').inner_text()[-600:]}") from None
+            page.reload()
 
 
 def launch_backfill_from_ui(page: Page, url: str, asset: str, partition_range: str) -> str:

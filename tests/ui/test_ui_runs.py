@@ -33,11 +33,37 @@ def materialized_assets(instance: dg.DagsterInstance, run_id: str) -> set[str]:
     return {r.event_log_entry.dagster_event.asset_key.to_user_string() for r in records}
 
 
+def runs_picture(instance: dg.DagsterInstance, limit: int = 12) -> str:
+    """The newest runs, a line each (job, status, tags that queue it, event count, last message):
+    what a run that never ended was waiting behind."""
+    lines = []
+    for run in instance.get_runs(limit=limit):
+        logs = instance.all_logs(run.run_id)
+        last = next((e.user_message for e in reversed(logs) if e.user_message), "")
+        lines.append(f"{run.run_id[:8]} {run.job_name} {run.status.value} "
+                     f"sync={run.tags.get('offset_pipeline/sync', '-')} events={len(logs)} last={last[:160]!r}")
+    return "\n".join(lines)
+
+
+def wait_for_run_end(instance: dg.DagsterInstance, run_id: str, timeout_s: float) -> dg.DagsterRun:
+    deadline = time.monotonic() + timeout_s
+    while (run := instance.get_run_by_id(run_id)) is None or not run.is_finished:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"run {run_id} not ended after {timeout_s:.0f}s; the newest runs:\n"
+                                 f"{runs_picture(instance)}")
+        time.sleep(3)
+    return run
+
+
 def test_a_sync_cycle_launched_from_the_ui_succeeds(dagster_ui, page):
     run_id = launch_job_from_ui(page, dagster_ui.url, "offset_sync_cycle")
     shot(page, artifacts_dir(), "sync-launched")
-    # Queued behind the sensor's own cycle if one is running (one sync run at a time).
-    status = run_status_shown(page, dagster_ui.url, run_id, timeout_s=300)
+    # Queued behind the sensor's own run if one is in flight (one sync run at a time), then a run
+    # worker that starts its own Spark: minutes on a loaded machine. Run monitoring ends a cycle
+    # within start_timeout + max_runtime (deploy/dagster.yaml), so the wait is a bound.
+    with dg.DagsterInstance.from_config(str(dagster_ui.dagster_home)) as instance:
+        wait_for_run_end(instance, run_id, timeout_s=720)
+    status = run_status_shown(page, dagster_ui.url, run_id, timeout_s=90)
     shot(page, artifacts_dir(), "sync-run-done")
     assert status == "Success", dagster_ui.log_tail()
     with dg.DagsterInstance.from_config(str(dagster_ui.dagster_home)) as instance:
