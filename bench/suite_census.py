@@ -9,11 +9,17 @@ command started counts only what it spent after. A process
 that lives less than one interval is missed. A process's kind is taken from its command line when it
 is first seen (:func:`kind_of`). The table counts every process on the machine, not only the
 command's descendants: a stack's parts are started detached. Run it on an otherwise idle machine.
+
+A second table names the test folder each process works in (:func:`folder_of`: the first folder
+under a pytest worker's base temp, ``popen-gwN/<folder>``, as a fixture's ``tmp_path_factory``
+names it), with how many processes of it were seen: which fixtures' brokers, stacks and JVMs cost
+the run most, and how often they were started.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import time
@@ -48,10 +54,24 @@ def kind_of(command_line: str) -> str:
     return "other"
 
 
-def census(command: list[str], interval_s: float) -> tuple[int, float, Counter]:
-    """Run ``command``; its exit code, seconds, and CPU-seconds per kind of every process seen."""
-    # (pid, start time) -> (kind, CPU when first seen if it ran before the command, last CPU)
-    seen: dict[tuple[int, float], tuple[str, float, float]] = {}
+_TEST_FOLDER = re.compile(r"/popen-gw\d+/([^/\s:]+)")
+
+
+def folder_of(command_line: str) -> str:
+    """The test folder a process works in, by the first ``popen-gwN/<folder>`` path in its command
+    line, without the number pytest appends (``ui_stack0`` -> ``ui_stack``); ``-`` if none (pure)."""
+    found = _TEST_FOLDER.search(command_line)
+    return re.sub(r"\d+$", "", found[1]) if found else "-"
+
+
+#: one process seen: its kind, its test folder, the CPU-seconds it spent while the command ran
+Seen = tuple[str, str, float]
+
+
+def census(command: list[str], interval_s: float) -> tuple[int, float, list[Seen]]:
+    """Run ``command``; its exit code, seconds, and every process seen with its CPU-seconds."""
+    # (pid, start time) -> (kind, folder, CPU when first seen if it ran before the command, last CPU)
+    seen: dict[tuple[int, float], tuple[str, str, float, float]] = {}
     started, started_at = time.monotonic(), time.time()
     proc = subprocess.Popen(command)
     try:
@@ -63,37 +83,51 @@ def census(command: list[str], interval_s: float) -> tuple[int, float, Counter]:
                 key = (info["pid"], info["create_time"])
                 cpu = info["cpu_times"].user + info["cpu_times"].system
                 if key in seen:
-                    kind, before, _ = seen[key]
+                    kind, folder, before, _ = seen[key]
                 else:  # what a process spent before the command started is not the command's
-                    kind, before = kind_of(" ".join(info["cmdline"] or [])), (
+                    line = " ".join(info["cmdline"] or [])
+                    kind, folder, before = kind_of(line), folder_of(line), (
                         cpu if info["create_time"] < started_at else 0.0)
-                seen[key] = (kind, before, cpu)
+                seen[key] = (kind, folder, before, cpu)
             if proc.poll() is not None:
                 break
             time.sleep(interval_s)
     except KeyboardInterrupt:
         proc.terminate()
         proc.wait(timeout=60)
-    totals: Counter = Counter()
-    for kind, before, cpu in seen.values():
-        totals[kind] += cpu - before
-    return proc.returncode, time.monotonic() - started, totals
+    return (proc.returncode, time.monotonic() - started,
+            [(kind, folder, cpu - before) for kind, folder, before, cpu in seen.values()])
+
+
+def totals_by(processes: list[Seen], field: int) -> tuple[Counter, Counter]:
+    """CPU-seconds and process counts per kind (``field`` 0) or per test folder (1) (pure)."""
+    cpu, count = Counter(), Counter()
+    for process in processes:
+        cpu[process[field]] += process[2]
+        count[process[field]] += 1
+    return cpu, count
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--interval-s", type=float, default=2.0)
+    parser.add_argument("--folders", type=int, default=25, help="how many test folders to list")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command to run after --")
-    code, seconds, totals = census(command, args.interval_s)
+    code, seconds, processes = census(command, args.interval_s)
+    totals, counts = totals_by(processes, 0)
     everything = sum(totals.values())
     print(f"\n{' '.join(command)}: exit {code}, {seconds / 60:.1f} min, {everything:,.0f} CPU-s "
           f"({everything / max(seconds, 1):.2f} cores on average)")
     for kind, cpu in totals.most_common():
-        print(f"{cpu:9,.0f} CPU-s {100 * cpu / max(everything, 1):5.1f} %  {kind}")
+        print(f"{cpu:9,.0f} CPU-s {100 * cpu / max(everything, 1):5.1f} %  {kind} ({counts[kind]} processes)")
+    folders, folder_counts = totals_by(processes, 1)
+    print(f"\nby test folder (popen-gwN/<folder>; - for none), the {args.folders} costliest:")
+    for folder, cpu in folders.most_common(args.folders):
+        print(f"{cpu:9,.0f} CPU-s {100 * cpu / max(everything, 1):5.1f} %  {folder} ({folder_counts[folder]} processes)")
     return code
 
 

@@ -7,7 +7,7 @@ import sys
 import psutil
 import pytest
 
-from bench.suite_census import census, kind_of
+from bench.suite_census import census, folder_of, kind_of, totals_by
 
 
 @pytest.mark.parametrize("command_line, kind", [
@@ -25,8 +25,24 @@ def test_a_process_is_named_by_its_command_line(command_line, kind):
 
 def test_a_census_counts_the_cpu_of_a_command_it_ran():
     busy = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0: pass"
-    code, seconds, totals = census([sys.executable, "-c", busy], interval_s=0.1)
-    assert code == 0 and seconds >= 1.0
+    code, seconds, processes = census([sys.executable, "-c", busy], interval_s=0.1)
+    totals, counts = totals_by(processes, 0)
+    assert code == 0 and seconds >= 1.0 and counts["other"] >= 1
     assert totals["other"] >= 0.9  # the python -c process itself, seen while it ran
     # not what the processes already running (this test's own) had spent before the command started
     assert sum(totals.values()) <= seconds * psutil.cpu_count() + 0.5
+
+
+@pytest.mark.parametrize("command_line, folder", [
+    ("java -cp /x/* kafka.Kafka /tmp/pytest-of-root/pytest-17/popen-gw1/ui_stack0/idc1/server.properties", "ui_stack"),
+    ("java -Dkafka.logs.dir=/tmp/pytest-of-root/pytest-3/popen-gw0/faults12/idc2/logs kafka.Kafka x", "faults"),
+    ("java -cp /x/* kafka.Kafka /tmp/offset-pipeline/idc1/server.properties", "-"),
+])
+def test_a_process_is_placed_in_the_test_folder_it_works_in(command_line, folder):
+    assert folder_of(command_line) == folder
+
+
+def test_totals_add_cpu_and_count_processes_per_kind_and_folder():
+    processes = [("Kafka broker", "ui_stack", 10.0), ("Kafka broker", "faults", 4.0), ("other", "faults", 1.5)]
+    assert totals_by(processes, 0) == ({"Kafka broker": 14.0, "other": 1.5}, {"Kafka broker": 2, "other": 1})
+    assert totals_by(processes, 1) == ({"ui_stack": 10.0, "faults": 5.5}, {"ui_stack": 1, "faults": 2})
