@@ -332,6 +332,11 @@ def mm2_properties(config: MirrorMaker2Config) -> dict[str, str]:
         "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
         # connector settings shared by every flow
         "emit.heartbeats.enabled": "false",
+        # Only the topics named: MirrorMaker 2 otherwise copies every heartbeats topic it finds. Beside
+        # another MirrorMaker 2 on the same clusters (the tests' plain one, the benchmark's), each
+        # copied the other's copies of heartbeats as new topics, a longer name a round, until Kafka
+        # refused the names (249 characters); every new topic also restarted the flows' tasks.
+        "heartbeats.replication.enabled": "false",
         "emit.checkpoints.enabled": "false",
         "emit.offset-syncs.enabled": "false",
         "sync.group.offsets.enabled": "false",

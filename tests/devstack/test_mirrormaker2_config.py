@@ -35,6 +35,18 @@ def test_with_the_transform_both_flows_drop_copies_then_mark_the_origin():
     assert props["emit.offset-syncs.enabled"] == "false"
 
 
+@pytest.mark.parametrize("config", [
+    MirrorMaker2Config(CLUSTERS, Path("/tmp/mm2"), rest_port=8083),
+    MirrorMaker2Config(CLUSTERS, Path("/tmp/mm2"), rest_port=8083, origin_headers=False, one_way=True),
+], ids=["with the transform", "plain"])
+def test_only_the_named_topics_are_copied_never_every_heartbeats_topic(config):
+    """MirrorMaker 2 copies every heartbeats topic it finds unless told not to: beside another
+    MirrorMaker 2 on the same clusters, the two copied each other's copies under ever longer names."""
+    props = mm2_properties(config)
+    assert props["heartbeats.replication.enabled"] == "false"
+    assert props["emit.heartbeats.enabled"] == "false"
+
+
 def test_without_the_transform_one_flow_runs_otherwise_configured_the_same():
     config = MirrorMaker2Config(CLUSTERS, Path("/tmp/mm2"), rest_port=8083, origin_headers=False, one_way=True)
     props = mm2_properties(config)
