@@ -55,23 +55,49 @@ def kind_of(command_line: str) -> str:
 
 
 _TEST_FOLDER = re.compile(r"/popen-gw\d+/([^/\s:]+)")
+#: the session's shared pair of clusters lives outside the workers' folders (tests/helpers/shared_pair.py)
+_SESSION_PAIR = "/offset-pipeline-session-pair-"
 
 
 def folder_of(command_line: str) -> str:
     """The test folder a process works in, by the first ``popen-gwN/<folder>`` path in its command
-    line, without the number pytest appends (``ui_stack0`` -> ``ui_stack``); ``-`` if none (pure)."""
+    line, without the number pytest appends (``ui_stack0`` -> ``ui_stack``); ``session pair`` for the
+    session's shared clusters and their mirror; ``-`` if none (pure)."""
+    if _SESSION_PAIR in command_line:
+        return "session pair"
     found = _TEST_FOLDER.search(command_line)
     return re.sub(r"\d+$", "", found[1]) if found else "-"
 
 
-#: one process seen: its kind, its test folder, the CPU-seconds it spent while the command ran
-Seen = tuple[str, str, float]
+def program_of(command_line: str) -> str:
+    """A process's program, for the processes no kind names: the executable's name and, for an
+    interpreter, the module or script it runs (``python -m devstack``, ``python bin/x.py``) (pure)."""
+    words = command_line.split()
+    if not words:
+        return "(no command line)"
+    program = words[0].rsplit("/", 1)[-1]
+    rest = words[1:]
+    if program.startswith("python") or program in ("bash", "sh"):
+        while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
+            rest = rest[1:]
+        if rest[:1] == ["-m"] and len(rest) > 1:
+            return f"{program} -m {rest[1]}"
+        if rest[:1] == ["-c"]:
+            return f"{program} -c"
+        if rest:
+            return f"{program} {rest[0].rsplit('/', 1)[-1]}"
+    return program
+
+
+#: one process seen: its kind, its test folder, the CPU-seconds it spent while the command ran, its
+#: program (:func:`program_of`)
+Seen = tuple[str, str, float, str]
 
 
 def census(command: list[str], interval_s: float) -> tuple[int, float, list[Seen]]:
     """Run ``command``; its exit code, seconds, and every process seen with its CPU-seconds."""
-    # (pid, start time) -> (kind, folder, CPU when first seen if it ran before the command, last CPU)
-    seen: dict[tuple[int, float], tuple[str, str, float, float]] = {}
+    # (pid, start time) -> (kind, folder, program, CPU when first seen if it ran before the command, last CPU)
+    seen: dict[tuple[int, float], tuple[str, str, str, float, float]] = {}
     started, started_at = time.monotonic(), time.time()
     proc = subprocess.Popen(command)
     try:
@@ -83,12 +109,12 @@ def census(command: list[str], interval_s: float) -> tuple[int, float, list[Seen
                 key = (info["pid"], info["create_time"])
                 cpu = info["cpu_times"].user + info["cpu_times"].system
                 if key in seen:
-                    kind, folder, before, _ = seen[key]
+                    kind, folder, program, before, _ = seen[key]
                 else:  # what a process spent before the command started is not the command's
                     line = " ".join(info["cmdline"] or [])
-                    kind, folder, before = kind_of(line), folder_of(line), (
+                    kind, folder, program, before = kind_of(line), folder_of(line), program_of(line), (
                         cpu if info["create_time"] < started_at else 0.0)
-                seen[key] = (kind, folder, before, cpu)
+                seen[key] = (kind, folder, program, before, cpu)
             if proc.poll() is not None:
                 break
             time.sleep(interval_s)
@@ -96,11 +122,11 @@ def census(command: list[str], interval_s: float) -> tuple[int, float, list[Seen
         proc.terminate()
         proc.wait(timeout=60)
     return (proc.returncode, time.monotonic() - started,
-            [(kind, folder, cpu - before) for kind, folder, before, cpu in seen.values()])
+            [(kind, folder, cpu - before, program) for kind, folder, program, before, cpu in seen.values()])
 
 
 def totals_by(processes: list[Seen], field: int) -> tuple[Counter, Counter]:
-    """CPU-seconds and process counts per kind (``field`` 0) or per test folder (1) (pure)."""
+    """CPU-seconds and process counts per kind (``field`` 0), per test folder (1) or per program (3) (pure)."""
     cpu, count = Counter(), Counter()
     for process in processes:
         cpu[process[field]] += process[2]
@@ -124,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
           f"({everything / max(seconds, 1):.2f} cores on average)")
     for kind, cpu in totals.most_common():
         print(f"{cpu:9,.0f} CPU-s {100 * cpu / max(everything, 1):5.1f} %  {kind} ({counts[kind]} processes)")
+    others, other_counts = totals_by([p for p in processes if p[0] == "other"], 3)
+    print("\nthe processes of no kind above, by program, the 10 costliest:")
+    for program, cpu in others.most_common(10):
+        print(f"{cpu:9,.0f} CPU-s {100 * cpu / max(everything, 1):5.1f} %  {program} ({other_counts[program]} processes)")
     folders, folder_counts = totals_by(processes, 1)
     print(f"\nby test folder (popen-gwN/<folder>; - for none), the {args.folders} costliest:")
     for folder, cpu in folders.most_common(args.folders):

@@ -7,7 +7,7 @@ import sys
 import psutil
 import pytest
 
-from bench.suite_census import census, folder_of, kind_of, totals_by
+from bench.suite_census import census, folder_of, kind_of, program_of, totals_by
 
 
 @pytest.mark.parametrize("command_line, kind", [
@@ -37,12 +37,26 @@ def test_a_census_counts_the_cpu_of_a_command_it_ran():
     ("java -cp /x/* kafka.Kafka /tmp/pytest-of-root/pytest-17/popen-gw1/ui_stack0/idc1/server.properties", "ui_stack"),
     ("java -Dkafka.logs.dir=/tmp/pytest-of-root/pytest-3/popen-gw0/faults12/idc2/logs kafka.Kafka x", "faults"),
     ("java -cp /x/* kafka.Kafka /tmp/offset-pipeline/idc1/server.properties", "-"),
+    ("java -cp /x/* kafka.Kafka /tmp/offset-pipeline-session-pair-fstnl31i/idc2/server.properties", "session pair"),
 ])
 def test_a_process_is_placed_in_the_test_folder_it_works_in(command_line, folder):
     assert folder_of(command_line) == folder
 
 
 def test_totals_add_cpu_and_count_processes_per_kind_and_folder():
-    processes = [("Kafka broker", "ui_stack", 10.0), ("Kafka broker", "faults", 4.0), ("other", "faults", 1.5)]
+    processes = [("Kafka broker", "ui_stack", 10.0, "java"), ("Kafka broker", "faults", 4.0, "java"),
+                 ("other", "faults", 1.5, "python3 -m devstack")]
     assert totals_by(processes, 0) == ({"Kafka broker": 14.0, "other": 1.5}, {"Kafka broker": 2, "other": 1})
     assert totals_by(processes, 1) == ({"ui_stack": 10.0, "faults": 5.5}, {"ui_stack": 1, "faults": 2})
+    assert totals_by(processes, 3) == ({"java": 14.0, "python3 -m devstack": 1.5}, {"java": 2, "python3 -m devstack": 1})
+
+
+@pytest.mark.parametrize("command_line, program", [
+    ("/v/bin/python3 -u -m devstack traffic --rate 10", "python3 -m devstack"),
+    ("/v/bin/python -B -c import sys", "python -c"),
+    ("/usr/bin/bash /repo/bin/up", "bash up"),
+    ("/usr/bin/mvn -q -B verify", "mvn"),
+    ("", "(no command line)"),
+])
+def test_a_process_of_no_kind_is_named_by_its_program(command_line, program):
+    assert program_of(command_line) == program
