@@ -134,6 +134,13 @@ def totals_by(processes: list[Seen], field: int) -> tuple[Counter, Counter]:
     return cpu, count
 
 
+def print_table(table: tuple[Counter, Counter], everything: float, limit: int | None = None) -> None:
+    """One line per name of ``totals_by``'s table, costliest first: CPU-s, share, processes."""
+    cpu, count = table
+    for name, seconds in cpu.most_common(limit):
+        print(f"{seconds:9,.0f} CPU-s {100 * seconds / max(everything, 1):5.1f} %  {name} ({count[name]} processes)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--interval-s", type=float, default=2.0)
@@ -148,16 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     everything = sum(totals.values())
     print(f"\n{' '.join(command)}: exit {code}, {seconds / 60:.1f} min, {everything:,.0f} CPU-s "
           f"({everything / max(seconds, 1):.2f} cores on average)")
-    for kind, cpu in totals.most_common():
-        print(f"{cpu:9,.0f} CPU-s {100 * cpu / max(everything, 1):5.1f} %  {kind} ({counts[kind]} processes)")
-    others, other_counts = totals_by([p for p in processes if p[0] == "other"], 3)
+    print_table((totals, counts), everything)
     print("\nthe processes of no kind above, by program, the 10 costliest:")
-    for program, cpu in others.most_common(10):
-        print(f"{cpu:9,.0f} CPU-s {100 * cpu / max(everything, 1):5.1f} %  {program} ({other_counts[program]} processes)")
-    folders, folder_counts = totals_by(processes, 1)
+    print_table(totals_by([p for p in processes if p[0] == "other"], 3), everything, 10)
     print(f"\nby test folder (popen-gwN/<folder>; - for none), the {args.folders} costliest:")
-    for folder, cpu in folders.most_common(args.folders):
-        print(f"{cpu:9,.0f} CPU-s {100 * cpu / max(everything, 1):5.1f} %  {folder} ({folder_counts[folder]} processes)")
+    print_table(totals_by(processes, 1), everything, args.folders)
     return code
 
 

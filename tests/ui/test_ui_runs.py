@@ -13,6 +13,7 @@ import pytest
 
 from devstack.consumers import default_groups
 from offset_pipeline.monitoring.metric_rules import STATUS_ORDER
+from tests.conftest import wait_for
 from tests.helpers.dagster_ui import artifacts_dir
 from tests.ui.dagster_pages import (
     backfill_outcome_shown,
@@ -45,14 +46,13 @@ def runs_picture(instance: dg.DagsterInstance, limit: int = 12) -> str:
     return "\n".join(lines)
 
 
-def wait_for_run_end(instance: dg.DagsterInstance, run_id: str, timeout_s: float) -> dg.DagsterRun:
-    deadline = time.monotonic() + timeout_s
-    while (run := instance.get_run_by_id(run_id)) is None or not run.is_finished:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"run {run_id} not ended after {timeout_s:.0f}s; the newest runs:\n"
-                                 f"{runs_picture(instance)}")
-        time.sleep(3)
-    return run
+def wait_for_run_end(instance: dg.DagsterInstance, run_id: str, timeout_s: float) -> None:
+    """Until the run is finished; if it is not within ``timeout_s``, the failure shows the newest runs."""
+    try:
+        wait_for(lambda: (run := instance.get_run_by_id(run_id)) is not None and run.is_finished,
+                 timeout=timeout_s, what=f"run {run_id} to end")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the newest runs:\n{runs_picture(instance)}") from None
 
 
 def test_a_sync_cycle_launched_from_the_ui_succeeds(dagster_ui, page):
