@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -118,7 +119,7 @@ def census(command: list[str], interval_s: float) -> tuple[int, float, list[Seen
             if proc.poll() is not None:
                 break
             time.sleep(interval_s)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM / SIGHUP (main): the command stops with it
         proc.terminate()
         proc.wait(timeout=60)
     return (proc.returncode, time.monotonic() - started,
@@ -141,6 +142,10 @@ def print_table(table: tuple[Counter, Counter], everything: float, limit: int | 
         print(f"{seconds:9,.0f} CPU-s {100 * seconds / max(everything, 1):5.1f} %  {name} ({count[name]} processes)")
 
 
+def _interrupted(signum, _frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--interval-s", type=float, default=2.0)
@@ -150,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command to run after --")
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # stopped as by Ctrl-C: the command is stopped too
+        signal.signal(signum, _interrupted)
     code, seconds, processes = census(command, args.interval_s)
     totals, counts = totals_by(processes, 0)
     everything = sum(totals.values())

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
+import time
 
 import psutil
 import pytest
@@ -60,3 +63,22 @@ def test_totals_add_cpu_and_count_processes_per_kind_and_folder():
 ])
 def test_a_process_of_no_kind_is_named_by_its_program(command_line, program):
     assert program_of(command_line) == program
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_stopped_census_stops_its_command(signum):
+    census_proc = subprocess.Popen([sys.executable, "-m", "bench.suite_census", "--interval-s", "0.2", "--",
+                                    sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        deadline = time.monotonic() + 60
+        while not (children := psutil.Process(census_proc.pid).children()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert children, "the census never started its command"
+        time.sleep(1)  # in the sampling loop, its handlers set
+        census_proc.send_signal(signum)
+        census_proc.wait(timeout=90)
+        gone, alive = psutil.wait_procs(children, timeout=30)
+        assert not alive, f"the command outlived its census after {signum.name}"
+    finally:
+        if census_proc.poll() is None:
+            census_proc.kill()
