@@ -2,7 +2,7 @@
 clusters and traffic, measured in one run, with this project's sync COMMITTING behind MirrorMaker 2.
 
     bin/compare-mm2 [--measure-s 600] [--warmup-s 120] [--settle-s 90] [--rate 10] [--seed 7]
-                    [--families defaults,tuned,headers,twoway]
+                    [--families defaults,tuned,headers,twoway] [--trial-step-s 0.1]
 
 Two scratch KRaft clusters. Topics of four families, each in three timestamp patterns (increasing
 timestamps, batches of 10 records sharing one timestamp, a quarter of the records 2-10 s late),
@@ -35,13 +35,14 @@ second: both systems are measured alike, by what actually stood on idc2 and when
 Afterwards both logs are read back and every record matched to its counterpart by its id (for a
 two-way topic, each idc2 record to the idc1 record of the same id, original or copy). Then:
 
-* **disaster trials**: every second of the measured window and every group is a failover at that
-  moment: the group restarts on idc2 at the offset committed there then, and reads the idc2 log as
+* **disaster trials**: every ``--trial-step-s`` (0.1 s) of the measured window and every group is a
+  failover at that moment (a whole-second step would meet the once-a-second commits and batches at
+  one phase of their cycle all run long, and measure that phase, not the mean): the group restarts on idc2 at the offset committed there then, and reads the idc2 log as
   it stood then. Lost and duplicated records are counted by identity (bench/mm2/counting.py);
 * **planned switchover**: at the end the groups stop; after ``--settle-s`` the offsets on idc2 are
   counted the same way (what a planned move costs once the sync caught up);
 * **staleness**: how long the group had been past the position the standby offset restarts it
-  from, per group-partition and second (median and max).
+  from, per group-partition and trial moment (median and max).
 
 Targets printed at the end: 0 lost in every row (trials and planned switchover); each row of this
 project with at most a tenth of tuned MirrorMaker 2's mean duplicates per failover (judged only when
@@ -109,6 +110,27 @@ def plan(rate: float, families: tuple[str, ...] = FAMILIES) -> list[TopicTraffic
                      pattern, rate_per_s=rate, batch_size=batch)
         for family in FAMILIES if family in families for pattern, batch in PATTERNS.items()
     ]
+
+
+def trial_moments(start: float, end: float, step_s: float) -> list[float]:
+    """The failover moments of the window ``[start, end)``, one every ``step_s``. The groups commit
+    about once a second and the batches come once a second: a step of a whole second would meet them
+    at one phase of that cycle for the whole run (the moment just after a commit, or just before the
+    sync's), so the figure would depend on that phase; a step well below their period weighs every
+    phase alike."""
+    if step_s <= 0:
+        raise ValueError(f"the trial step must be > 0 s, got {step_s}")
+    return [float(s) for s in np.arange(start, end, step_s)]
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seconds expected, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 s, got {text!r}")
+    return value
 
 
 def chosen_families(text: str) -> tuple[str, ...]:
@@ -372,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle-s", type=float, default=90.0, help="after the groups stop (planned switchover)")
     parser.add_argument("--rate", type=float, default=10.0, help="records per second per topic and producing cluster")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--trial-step-s", type=positive_seconds, default=0.1,
+                        help="a failover trial every this many seconds of the measured window (default 0.1: every "
+                             "phase of the groups' once-a-second commits counts alike)")
     parser.add_argument("--families", type=chosen_families, default=FAMILIES,
                         help=f"which topic families run (comma-separated, default all: {','.join(FAMILIES)}); "
                              "fewer families, fewer MirrorMaker 2 JVMs and syncs: 'tuned,headers' on a 2-core machine "
@@ -480,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         window_start, window_end, final_at = moments["window_start"], moments["window_end"], moments["final_at"]
         copy_of = {(t.name, p): copies(bootstraps, t.name, p) for t in traffic for p in range(PARTITIONS)}
 
-    samples = list(np.arange(window_start, window_end, 1.0))
+    samples = trial_moments(window_start, window_end, args.trial_step_s)
 
     def chosen(family: str, ours: bool, pattern: str | None = None) -> dict[str, str]:
         return {g: t for g, t in groups.items() if family_of(t) == family and is_ours(g) == ours
@@ -503,15 +528,16 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     print(f"MirrorMaker 2 vs offset_pipeline committing behind MirrorMaker 2, same clusters and traffic: "
-          f"{len(samples)} s measured, {time.monotonic() - started:.0f} s in all")
+          f"{window_end - window_start:.0f} s measured ({len(samples)} moments, one every {args.trial_step_s:g} s), "
+          f"{time.monotonic() - started:.0f} s in all")
     for name, sync in syncs.items():
         mean = statistics.mean(sync.cycles) if sync.cycles else float("nan")
         print(f"  sync behind {'MM2+transform' if name == 'transform' else 'plain MM2 ' + name}: "
               f"{len(sync.cycles)} cycles, mean {mean:.2f} s ("
               + ", ".join(f"{k} {v / max(1, len(sync.cycles)):.2f}" for k, v in sync.stage_seconds.items()) + ")")
-    print("a trial = one group failing over at one second of the window, restarting at the offset committed on idc2 "
+    print(f"a trial = one group failing over at one moment of the window (every {args.trial_step_s:g} s), restarting at the offset committed on idc2 "
           "then (its commit's append time in idc2's __consumer_offsets); lost and duplicated records per trial, by record identity; staleness per "
-          "group-partition and second; '1st all': seconds from MM2's start until every group-partition had an "
+          "group-partition and moment; '1st all': seconds from MM2's start until every group-partition had an "
           "offset on idc2; 'no offset': trials with a partition that had none yet; 'best dup': mean duplicates of the best "
           "standby offset any syncer could have committed then (the first record on idc2 the group had not processed): "
           "0 on one-way topics, the mirror's interleaving on two-way ones; planned: after the groups "

@@ -270,7 +270,8 @@ def report(args, workload, latencies: Latencies, summary, since: float, until: f
     if follow is not None:
         figures.update(reads=dict(follow.reads), commit_log_modes=follow.modes, followed_differences=follow.differences,
                        followed_compared=follow.compared, followed_reconciliations=follow.reconciliations,
-                       log_facts_read=follow.ranges_read, log_facts_carried=follow.ranges_carried)
+                       log_facts_read=follow.ranges_read, log_facts_carried=follow.ranges_carried,
+                       own_commits_followed=follow.echoes)
     def f(x):
         return "-" if x is None else f"{x:.2f}"
     print(f"\n{workload.group_partitions} group-partitions, {args.rate:g} records/s, commits every "
@@ -292,7 +293,8 @@ def report(args, workload, latencies: Latencies, summary, since: float, until: f
           f"({figures['sync_cpu_s_per_hour']:.0f} CPU-s per hour); reads {figures.get('reads')}; "
           f"commit logs {figures.get('commit_log_modes')}; differences {figures.get('followed_differences')} "
           f"of {figures.get('followed_compared')} compared in {figures.get('followed_reconciliations')} listings; "
-          f"log facts read {figures.get('log_facts_read')}, carried {figures.get('log_facts_carried')}")
+          f"log facts read {figures.get('log_facts_read')}, carried {figures.get('log_facts_carried')}; "
+          f"own commits followed without a read {figures.get('own_commits_followed')}")
     return figures
 
 

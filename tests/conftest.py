@@ -353,9 +353,9 @@ def close_kafka_clients_of_this_process() -> None:
     """Read consumers pooled by kafka_io and the shared admin clients (in this process) for clusters
     that stop would otherwise keep reconnecting to them, and logging it, to the end of the run."""
     from offset_pipeline.kafka_io.cluster_client import release_shared_admins
-    from offset_pipeline.kafka_io.partition_records import CONSUMERS
+    from offset_pipeline.kafka_io.consumer_pool import close_all_pools
 
-    CONSUMERS.close()
+    close_all_pools()  # the translation reads' and the offset-syncs reads' pooled consumers
     release_shared_admins()
     # A client still held by a reference cycle (a kept traceback's frames, a callback) would live,
     # and reconnect, until the collector happened to run: collect now.
@@ -406,9 +406,6 @@ def kafka_pair(kafka_jars) -> KafkaPair:
         # Clients of this process, and pooled read consumers (kafka_io) in it and in local Spark's
         # Python workers, closed before the main process stops the clusters: else they would keep
         # reconnecting (and logging) to the stopped brokers.
-        from offset_pipeline.kafka_io.partition_records import CONSUMERS
-
-        CONSUMERS.close()
         stop_local_spark()
         close_kafka_clients_of_this_process()
 

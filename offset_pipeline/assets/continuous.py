@@ -257,6 +257,8 @@ def _follow_metadata(followed: FollowStatus) -> dict:
         # partitions (per cluster) whose log facts the cycles read, and those followed cycles carried
         "log_facts_read": followed.ranges_read,
         "log_facts_carried": followed.ranges_carried,
+        # the run's own standby commits seen in the commit logs: applied to the groups as read, no read
+        "own_commits_followed": followed.echoes,
     }
 
 

@@ -141,7 +141,7 @@ class CommitLogFeed:
                 cluster.reason = f"{cluster.name}'s follower reads commits {cluster.lag_s:.1f}s old"
             else:
                 cluster.mode, cluster.reason = FollowerMode.FOLLOWING, ""
-            if batch.commits or batch.group_records:
+            if cluster.state.has_changes():  # the run's own commits coming back are no news
                 self._arrived.set()
 
     # -- what the run asks ----------------------------------------------------------------------
@@ -160,6 +160,19 @@ class CommitLogFeed:
     def take_changed(self) -> dict[str, set[str]]:
         with self._lock:
             return {c.name: c.state.take_changed() for c in self._clusters.values()}
+
+    def expect(self, cluster: str, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        """The run is about to commit ``offsets`` for ``group`` on ``cluster``: their echoes wake no
+        cycle and are handed to :meth:`take_echoed` (``FollowedOffsets.expect``)."""
+        with self._lock:
+            c = self._clusters.get(cluster)
+            if c is not None:
+                c.state.expect(group, offsets)
+
+    def take_echoed(self) -> dict[str, dict[str, dict[tuple[str, int], int]]]:
+        """cluster -> group -> (topic, partition) -> offset: the run's own commits seen since the last call."""
+        with self._lock:
+            return {c.name: c.state.take_echoed() for c in self._clusters.values()}
 
     def sequence(self) -> dict[str, int]:
         with self._lock:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from offset_pipeline.continuous.commit_feed import CommitLogFeed, FollowerMode
 from offset_pipeline.continuous.followed_state import Difference, Listing
@@ -69,6 +69,7 @@ class FollowStatus:
     differences_by: Counter = field(default_factory=Counter)  # cluster -> differences found
     ranges_read: int = 0  # partitions (per cluster) whose log facts the cycles read
     ranges_carried: int = 0  # ... and those a followed cycle carried from the read before it
+    echoes: int = 0  # the run's own standby commits seen in the commit logs, applied without a read
 
     @property
     def compared(self) -> int:
@@ -116,7 +117,7 @@ class CycleReads:
         why = self._why_list(modes)
         if why is None:
             changed = self.feed.take_changed()
-            ids = sorted(set().union(*changed.values()))
+            ids = sorted(set().union(*changed.values()) | self._patch_echoes(self.feed.take_echoed()))
             carried = None if all_ranges else self._last
             reads = read_clusters(self._admin_configs, self._filter, self._timeout_s, calls=self._calls,
                                   offset_syncs=offset_syncs,
@@ -134,6 +135,44 @@ class CycleReads:
         self._last = None if reads.unavailable else reads
         self._compare_pending()
         return reads
+
+    def expect(self, results) -> None:
+        """The cycle is about to commit ``results`` (translation rows): each standby offset, when its
+        commit comes back through the commit log, is applied to the groups as last read instead of
+        reading the group again (:meth:`_patch_echoes`), and wakes no cycle."""
+        if self.feed is None:
+            return
+        by_group: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
+        for r in results:
+            if r.get("standby") and r.get("standby_offset") is not None:
+                by_group.setdefault((r["standby"], r["group_id"]), {})[(r["topic"], int(r["partition"]))] = \
+                    int(r["standby_offset"])
+        for (cluster, group), offsets in by_group.items():
+            self.feed.expect(cluster, group, offsets)
+
+    def _patch_echoes(self, echoed: Mapping[str, Mapping[str, Mapping[tuple[str, int], int]]]) -> set[str]:
+        """The run's own commits seen in the commit logs, put into the groups as last read (what a
+        read of them would say: the offset is the one the log holds, and a commit changes no member).
+        Returns the groups that cannot be patched so (not in the last read there): read them again."""
+        unpatched: set[str] = set()
+        if self._groups is None:
+            return unpatched
+        for cluster, groups in echoed.items():
+            if not groups:
+                continue
+            states = self._groups.get(cluster)
+            if states is None:
+                unpatched |= set(groups)
+                continue
+            index = {g.group_id: n for n, g in enumerate(states)}
+            for group, offsets in groups.items():
+                n = index.get(group)
+                if n is None or states[n].read_error:
+                    unpatched.add(group)
+                    continue
+                states[n] = replace(states[n], committed={**states[n].committed, **offsets})
+                self.status.echoes += len(offsets)
+        return unpatched
 
     def modes(self) -> dict[str, tuple[FollowerMode, str, int]]:
         if self.feed is None:
@@ -156,6 +195,7 @@ class CycleReads:
         since = self.feed.sequence() if self.feed is not None else {}
         if self.feed is not None:
             self.feed.take_changed()  # what changed before the listing, the listing has
+            self.feed.take_echoed()
         reads = read_clusters(self._admin_configs, self._filter, self._timeout_s, calls=self._calls,
                               offset_syncs=offset_syncs)
         self._next_listing_s = time.monotonic() + self.settings.reconcile_s

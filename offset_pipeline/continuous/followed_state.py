@@ -22,7 +22,12 @@ Invariants (tests/continuous/test_followed_state.py, table-driven and property-b
   it; the last one applied wins, as in the cluster (a group lives in one log partition, whose
   records the follower reads in order);
 * **changed once**: every group a commit, a deletion or another record of it (:meth:`touch`)
-  touched since the last :meth:`take_changed` is in its answer, exactly once, and no other group;
+  touched since the last :meth:`take_changed` is in its answer, exactly once, and no other group,
+  except a group whose only news is its own echo;
+* **echo**: a commit of exactly the offset the run said it would write there (:meth:`expect`) is
+  applied like any other, and is handed to :meth:`take_echoed` instead of :meth:`take_changed`: the
+  run wrote it, it knows the offset, and reading the group again would say only that. Any commit of
+  the group-partition ends the expectation, so an offset written by someone else is news;
 * **no false difference**: when the follower has applied exactly the commits the listing reflects,
   :meth:`reconcile` finds no difference, whatever commits were applied after ``since``;
 * **every real difference**: a group-partition untouched since ``since``, in a reached log partition,
@@ -92,6 +97,8 @@ class FollowedOffsets:
     sequence: int = 0  # commits applied so far
     _touched_at: dict[tuple[str, str, int], int] = field(default_factory=dict)  # group-partition -> its last commit's sequence
     _changed: set[str] = field(default_factory=set)
+    _expected: dict[tuple[str, str, int], int] = field(default_factory=dict)  # group-partition -> the run's offset
+    _echoed: dict[str, dict[TopicPartitionKey, int]] = field(default_factory=dict)
 
     def seed(self, listing: Listing, since: int | None = None) -> None:
         """The followed offsets become ``listing``'s (the first full read after the follower
@@ -107,6 +114,7 @@ class FollowedOffsets:
                 offsets.setdefault(group, {})[(topic, partition)] = value
         self.offsets = {g: parts for g, parts in offsets.items() if parts}
         self._touched_at = kept
+        self._expected, self._echoed = {}, {}  # the listing is newer than any echo still waited for
 
     def apply(self, commits: Iterable[FollowedCommitFacts], keep: Callable[[str], bool] = lambda group: True) -> int:
         """Apply ``commits`` in order (those of groups ``keep`` accepts); the count applied."""
@@ -128,8 +136,27 @@ class FollowedOffsets:
             else:
                 self.offsets.setdefault(c.group, {})[key] = c.offset
             self._touched_at[(c.group, c.topic, c.partition)] = self.sequence
-            self._changed.add(c.group)
+            expected = self._expected.pop((c.group, c.topic, c.partition), None)
+            if expected is not None and c.offset is not None and c.offset >= 0 and c.offset == expected:
+                self._echoed.setdefault(c.group, {})[key] = c.offset
+            else:
+                self._changed.add(c.group)
         return applied
+
+    def expect(self, group: str, offsets: Mapping[TopicPartitionKey, int]) -> None:
+        """The run is about to commit ``offsets`` for ``group`` on this cluster: their commits, when
+        they come, are echoes (:meth:`take_echoed`). A later expectation replaces an earlier one."""
+        for (topic, partition), offset in offsets.items():
+            self._expected[(group, topic, partition)] = offset
+
+    def take_echoed(self) -> dict[str, dict[TopicPartitionKey, int]]:
+        """group -> (topic, partition) -> offset of the echoes applied since the last call."""
+        echoed, self._echoed = self._echoed, {}
+        return echoed
+
+    def has_changes(self) -> bool:
+        """Whether :meth:`take_changed` would name a group now."""
+        return bool(self._changed)
 
     def touch(self, groups: Iterable[str], keep: Callable[[str], bool] = lambda group: True) -> None:
         """``groups`` changed otherwise (a member joined or left): named by the next

@@ -106,7 +106,7 @@ class ContinuousSettings:
     revisit_s: float = 2.0
     retry_s: float = 300.0
     local_max_partitions: int = 1000
-    min_cycle_s: float = 0.2  # a cycle with nothing to do waits out the rest of this
+    min_cycle_s: float = 0.05  # cycles start at most this often: what arrives meanwhile is one batch
     max_sync_age_s: float = 300.0
     # MirrorMaker 2's offset-syncs topics (settings.offset_syncs_topics): read once per cycle, from
     # where the last read stopped; their stamped pairs live in the run's memory
@@ -361,6 +361,8 @@ class ContinuousSync:
             self.log.error(f"offset-sync translations above their own safe bound, no commit this cycle: {offenders[:5]}")
             done = CycleCommits([], [], {}, 0.0)
         else:
+            if not self.settings.dry_run:  # before the commits: their echoes may come back before they return
+                self._reads.expect(results)
             done = self._commit(results, cycle_id, time_ms, previous_committed)
         stage("commit")
         self.state.record(snapshot, results, done.stored, work.directions, time.monotonic(), tuples,

@@ -130,6 +130,7 @@ class ConsumerPool:
 
 
 @atexit.register
-def _close_pools() -> None:
+def close_all_pools() -> None:
+    """Close every pool's idle consumers in this process (at exit, and by an owner whose clusters go away)."""
     for pool in list(_POOLS):
         pool.close()

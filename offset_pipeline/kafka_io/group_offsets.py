@@ -178,12 +178,15 @@ def read_partition_ranges(
         return []
     deadline = Deadline(timeout_s)
     failed: dict[tuple[str, int], str] = {}
+    request = [TopicPartition(t, p) for t, p in partitions]
+    # The three requests go out at once (each is one round trip per leader): a cycle waits for one,
+    # not three in a row.
+    asked = [admin.list_offsets({tp: spec for tp in request}, isolation_level=isolation, request_timeout=timeout_s)
+             for spec, isolation in ((OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED),
+                                     (OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED),
+                                     (OffsetSpec.latest(), IsolationLevel.READ_COMMITTED))]
 
-    def offsets(spec: OffsetSpec, isolation: IsolationLevel) -> dict[tuple[str, int], int]:
-        request = {TopicPartition(t, p): spec for t, p in partitions if (t, p) not in failed}
-        if not request:
-            return {}
-        futures = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout_s)
+    def offsets(futures) -> dict[tuple[str, int], int]:
         out = {}
         for tp, future in futures.items():
             try:
@@ -191,12 +194,10 @@ def read_partition_ranges(
             except Exception as exc:  # noqa: BLE001 - raised below unless the caller collects errors
                 if errors is None:
                     raise
-                failed[(tp.topic, tp.partition)] = describe_error(exc)
+                failed.setdefault((tp.topic, tp.partition), describe_error(exc))
         return out
 
-    start = offsets(OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED)
-    end = offsets(OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED)
-    stable = offsets(OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
+    start, end, stable = (offsets(futures) for futures in asked)
     if errors is not None:
         errors.update(failed)
     return [

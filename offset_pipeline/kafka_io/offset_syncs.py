@@ -28,6 +28,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from offset_pipeline.kafka_io.consumer_pool import ConsumerPool
 from offset_pipeline.translation.offset_sync import OffsetSync, OffsetSyncProblem, decode_offset_sync
 
 PartitionKey = tuple[str, int]  # upstream topic, partition
@@ -62,21 +63,23 @@ def _consumer(conf: Mapping[str, Any]) -> Consumer:
     })
 
 
+CONSUMERS = ConsumerPool(_consumer)
+
+
 def read_offset_syncs(
     conf: Mapping[str, Any], cluster: str, topic: str, *, timeout_s: float = 10.0, max_records: int = 1_000_000,
     start_offset: int = 0,
 ) -> OffsetSyncsRead:
-    """The pairs of ``topic`` (MirrorMaker 2's offset-syncs topic) on ``cluster``. Never raises."""
+    """The pairs of ``topic`` (MirrorMaker 2's offset-syncs topic) on ``cluster``. Never raises.
+
+    The consumer comes from this process's pool (``kafka_io/consumer_pool.py``): a continuous run's
+    child reads the topic every cycle, and a new client each time cost its set-up and connections
+    in every cycle's read."""
     try:
-        consumer = _consumer(conf)
-    except KafkaException as exc:
-        return OffsetSyncsRead(cluster, topic, unreadable=f"{cluster}: no consumer: {exc}")
-    try:
-        return _read(consumer, cluster, topic, timeout_s, max_records, start_offset)
+        with CONSUMERS.lease(conf) as lease:
+            return _read(lease.consumer, cluster, topic, timeout_s, max_records, start_offset)
     except KafkaException as exc:
         return OffsetSyncsRead(cluster, topic, unreadable=f"{cluster}: {topic}: {exc.args[0] if exc.args else exc}")
-    finally:
-        consumer.close()
 
 
 def _read(consumer: Consumer, cluster: str, topic: str, timeout_s: float, max_records: int,

@@ -7,7 +7,17 @@ import argparse
 
 import pytest
 
-from bench.compare_mm2 import FAMILIES, Row, chosen_families, family_of, groups_of, plan, targets
+from bench.compare_mm2 import (
+    FAMILIES,
+    Row,
+    chosen_families,
+    family_of,
+    groups_of,
+    plan,
+    positive_seconds,
+    targets,
+    trial_moments,
+)
 
 
 def test_the_families_are_taken_in_their_order_and_unknown_ones_refused():
@@ -35,3 +45,20 @@ def test_the_duplicates_target_is_judged_against_tuned_mm2_only_when_it_ran():
     tuned = Row("MirrorMaker 2", "checkpoints, tuned (lag 0, 1 s)", trials=10, duplicated=[20, 20])
     assert targets([tuned, ours])[-1].startswith("MET    ")  # 1.0 <= 2.0
     assert targets([tuned, Row("offset_pipeline", "x", duplicated=[3])])[-1].startswith("NOT MET")
+
+
+def test_trial_moments_weigh_every_phase_of_a_once_a_second_cycle_alike():
+    # A cost paid during 0.2 s of every second (between a group's commit and the standby's): moments
+    # a whole second apart see it always or never, by the phase they start at; 0.1 s apart, a fifth.
+    def share_in_window(moments, opens_at):
+        return sum(1 for m in moments if (m - opens_at) % 1.0 < 0.2 - 1e-9) / len(moments)
+
+    for opens_at in (0.05, 0.43, 0.97):
+        assert share_in_window(trial_moments(100.0, 160.0, 0.1), opens_at) == pytest.approx(0.2, abs=0.02)
+    whole_seconds = [share_in_window(trial_moments(100.0, 160.0, 1.0), a) for a in (0.95, 0.43)]
+    assert whole_seconds == [1.0, 0.0]
+    assert len(trial_moments(100.0, 160.0, 0.1)) == 600
+    with pytest.raises(ValueError, match="> 0"):
+        trial_moments(0.0, 1.0, 0.0)
+    with pytest.raises(argparse.ArgumentTypeError, match="> 0"):
+        positive_seconds("-1")

@@ -153,3 +153,58 @@ def test_a_missed_commit_is_a_difference_unless_a_later_one_overwrote_it(history
     else:
         assert (c.group, c.topic, c.partition) in found
     assert state.offsets == listing  # healed either way
+
+
+def test_the_runs_own_commit_coming_back_is_an_echo_not_news():
+    state = FollowedOffsets()
+    state.seed({"g": {("t", 0): 5, ("t", 1): 2}})
+    state.expect("g", {("t", 0): 7, ("t", 1): 4})
+    state.apply([Commit("g", "t", 0, 7)])
+    assert not state.has_changes() and state.take_changed() == set()
+    assert state.take_echoed() == {"g": {("t", 0): 7}} and state.take_echoed() == {}
+    assert state.offsets == {"g": {("t", 0): 7, ("t", 1): 2}}  # applied like any commit
+    # someone else's offset on a partition the run expected: news, and the expectation is over
+    state.apply([Commit("g", "t", 1, 9)])
+    assert state.take_changed() == {"g"} and state.take_echoed() == {}
+    state.apply([Commit("g", "t", 1, 4)])  # the run's offset, late: no longer expected
+    assert state.take_changed() == {"g"}
+    # an echo once: the same offset committed again later is news
+    state.expect("g", {("t", 0): 8})
+    state.apply([Commit("g", "t", 0, 8), Commit("g", "t", 0, 8)])
+    assert state.take_echoed() == {"g": {("t", 0): 8}} and state.take_changed() == {"g"}
+
+
+def test_an_echo_beside_news_of_the_same_group_is_both_and_a_listing_ends_every_expectation():
+    state = FollowedOffsets()
+    state.expect("g", {("t", 0): 7})
+    state.apply([Commit("g", "t", 0, 7), Commit("g", "u", 0, 1)])
+    assert state.take_changed() == {"g"} and state.take_echoed() == {"g": {("t", 0): 7}}
+    state.expect("g", {("t", 0): 9})
+    state.seed({"g": {("t", 0): 7}})  # a listing after a follower restart: newer than any echo awaited
+    state.apply([Commit("g", "t", 0, 9)])
+    assert state.take_changed() == {"g"} and state.take_echoed() == {}
+
+
+@settings(max_examples=300, deadline=None)
+@given(history=commits, expected=commits)
+def test_echoes_change_no_offset_and_every_commit_is_news_or_an_echo(history, expected):
+    # ``expected``: what the run said it would write (an expectation per group-partition, the last
+    # one said); every commit of ``history`` is either an echo of one or news of its group.
+    state = FollowedOffsets()
+    waiting: dict = {}
+    for c in expected:
+        if c.offset is not None:
+            state.expect(c.group, {(c.topic, c.partition): c.offset})
+            waiting[(c.group, c.topic, c.partition)] = c.offset
+    state.apply(history)
+    assert state.offsets == truth(history)
+    news, echoes = set(), {}
+    for c in history:
+        key = (c.group, c.topic, c.partition)
+        if key in waiting and waiting.pop(key) == c.offset and c.offset >= 0:  # a deletion is always news
+            echoes.setdefault(c.group, {})[(c.topic, c.partition)] = c.offset
+        else:
+            waiting.pop(key, None)
+            news.add(c.group)
+    assert state.take_changed() == news
+    assert state.take_echoed() == echoes
