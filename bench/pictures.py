@@ -94,7 +94,7 @@ def compare_mm2(folder: Path) -> Path:
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel("records read again per failover (mean; log scale)")
-    ax.set_title("a failover at every second of the window: MirrorMaker 2 and this project")
+    ax.set_title("a failover every 0.1 s of the window: MirrorMaker 2 and this project")
     return _save(fig, plt, folder / "compare-mm2.png")
 
 
