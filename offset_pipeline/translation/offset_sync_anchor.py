@@ -46,7 +46,10 @@ every real record of B from ``t0`` to ``m`` to have been read: a window read for
 offset at or before ``t0`` (the offset syncs' own forward read, or the timestamp search's window
 when it starts early enough). When the group has read everything real (no record at or after
 ``c``), ``a`` is the last processed record and ``t = m + 1``; a confirmed pair whose ``u`` is that
-record gives ``t0 = d + 1`` right past its copy. Sparse or missing pairs only move ``t0`` back:
+record gives ``t0 = d + 1`` right past its copy. The same holds for the last processed record
+``p`` when ``a`` has no copy in the window yet (the mirror is behind the group): up to the first
+copy of ``p`` after ``d``, at ``m'``, every record of B copies a record of A at or below ``p``, so
+``t = m' + 1`` is NO-LOSS (``p`` at or after ``u``). Sparse or missing pairs only move ``t0`` back:
 more records to scan, or duplicates when the window does not reach the copy, never a loss.
 
 **Inside B's log.** ``t0`` lies in ``[standby_log_start, standby_log_end]``; a confirmed pair whose
@@ -134,6 +137,10 @@ def _refine(facts: PartitionFacts, syncs: OffsetSyncFacts, pair: SyncPair) -> Of
                                f"{anchor_note}: t = d + 1 (no window read from {t0} on to refine)")
     records, complete = window
     matches = [r.offset for r in records if r.identity == a.identity]
+    if not matches and not caught_up:
+        past = _past_last_processed(facts, pair, records, complete, anchor_note)
+        if past is not None:
+            return past
     if not matches:
         return OffsetSyncProof(t0, pair, TranslationStatus.OFFSET_SYNC_ANCHOR,
                                f"{anchor_note}: t = d + 1 (no record with the identity of {facts.active}:{a.offset} "
@@ -147,6 +154,30 @@ def _refine(facts: PartitionFacts, syncs: OffsetSyncFacts, pair: SyncPair) -> Of
         f"{anchor_note}, refined from {t0} to {standby}:{m}, the first record with the identity of the {what} "
         f"{facts.active}:{a.offset}" + ("" if exact else f" ({len(matches)} such records read, window "
                                                         f"{'complete' if complete else 'cut'})") + f": t = {t}",
+    )
+
+
+def _past_last_processed(facts: PartitionFacts, pair: SyncPair, records: list[RecordFact], complete: bool,
+                         anchor_note: str) -> OffsetSyncProof | None:
+    """The group's next record has no copy in the window yet (the mirror has not copied it): ``t`` right
+    past the first copy of the last processed record ``p``, when the window holds one (module
+    docstring); None when it does not, or ``p`` is unknown."""
+    below = facts.usable_records_below()
+    p = below[0] if below else None
+    if p is None or p.identity is None or p.offset < pair.upstream:
+        return None
+    matches = [r.offset for r in records if r.identity == p.identity]
+    if not matches:
+        return None
+    m = matches[0]
+    exact = complete and len(matches) == 1
+    return OffsetSyncProof(
+        m + 1, pair, TranslationStatus.OFFSET_SYNC_EXACT if exact else TranslationStatus.OFFSET_SYNC_ANCHOR,
+        f"{anchor_note}, refined from {pair.downstream + 1} to {facts.standby}:{m}, the first record with the "
+        f"identity of the last processed record {facts.active}:{p.offset} (the next record "
+        f"{facts.active}:{facts.usable_record_at_or_after().offset} has no copy in the window yet)"
+        + ("" if exact else f" ({len(matches)} such records read, window {'complete' if complete else 'cut'})")
+        + f": t = {m + 1}",
     )
 
 
