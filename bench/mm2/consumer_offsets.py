@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
@@ -42,6 +43,21 @@ def parse_offset_commit(key: bytes | None, value: bytes | None) -> tuple[str, st
     return group, topic, partition, offset
 
 
+def wait_for_partitions(partitions_now: Callable[[], list[int]], stop: threading.Event,
+                        pause_s: float = 0.5) -> list[int]:
+    """The partitions of ``__consumer_offsets`` once it has any, asking ``partitions_now`` every
+    ``pause_s`` until then; [] if ``stop`` is set first. A cluster creates the topic at the first
+    group coordinator lookup, so behind MirrorMaker 2 alone it appears only when the first
+    checkpoint or sync commit arrives, after the recorder has started; its commits are still read,
+    since the recorder reads from the beginning."""
+    while not stop.is_set():
+        partitions = partitions_now()
+        if partitions:
+            return sorted(partitions)
+        stop.wait(pause_s)
+    return []
+
+
 @dataclass
 class OffsetCommitLog:
     """Reads ``__consumer_offsets`` of ``bootstrap`` from its beginning until stopped, keeping the
@@ -56,8 +72,11 @@ class OffsetCommitLog:
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"bench-offsets-{uuid.uuid4().hex}",
                              "enable.auto.commit": False, "log_level": 3, "fetch.wait.max.ms": 50})
         try:
-            metadata = consumer.list_topics(OFFSETS_TOPIC, timeout=10)
-            partitions = metadata.topics[OFFSETS_TOPIC].partitions
+            def partitions_now() -> list[int]:
+                topic = consumer.list_topics(OFFSETS_TOPIC, timeout=10).topics.get(OFFSETS_TOPIC)
+                return [] if topic is None or topic.error is not None else list(topic.partitions)
+
+            partitions = wait_for_partitions(partitions_now, stop)
             consumer.assign([TopicPartition(OFFSETS_TOPIC, p, OFFSET_BEGINNING) for p in partitions])
             while not stop.is_set():
                 for message in consumer.consume(1000, timeout=0.2):
