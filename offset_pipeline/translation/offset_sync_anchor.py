@@ -46,11 +46,20 @@ every real record of B from ``t0`` to ``m`` to have been read: a window read for
 offset at or before ``t0`` (the offset syncs' own forward read, or the timestamp search's window
 when it starts early enough). When the group has read everything real (no record at or after
 ``c``), ``a`` is the last processed record and ``t = m + 1``; a confirmed pair whose ``u`` is that
-record gives ``t0 = d + 1`` right past its copy. The same holds for the last processed record
-``p`` when ``a`` has no copy in the window yet (the mirror is behind the group): up to the first
-copy of ``p`` after ``d``, at ``m'``, every record of B copies a record of A at or below ``p``, so
-``t = m' + 1`` is NO-LOSS (``p`` at or after ``u``). Sparse or missing pairs only move ``t0`` back:
-more records to scan, or duplicates when the window does not reach the copy, never a loss.
+record gives ``t0 = d + 1`` right past its copy.
+
+**No copy in the window yet.** When the window holds no record with the searched identity (the
+mirror is behind the group), the same argument covers the whole window: every real record of B
+from ``t0`` up to where the window was read without a gap comes before the first copy after ``d``
+of the searched record, so it copies a record of A below it, which is processed (below ``a``, or
+at or below ``p`` when caught up). So ``t`` is where that read stopped: B's readable end when the
+window reached it, else just past the last real record read. For the group's next record and a
+window that reached B's end this is exact (the group's next record on B is ``a``'s copy when it
+comes); caught up, ``p``'s copy still to come is read again, and a cut window leaves the unread
+records to be read again. The timestamp search's window counts only when it reached B's end
+(its records come from windows merged around several search results, with gaps between them
+otherwise). Sparse or missing pairs only move ``t0`` back: more records to scan, or duplicates
+when the window does not reach far enough, never a loss.
 
 **Inside B's log.** ``t0`` lies in ``[standby_log_start, standby_log_end]``; a confirmed pair whose
 ``d`` is at or past B's log end contradicts the snapshot order (B's log was truncated or
@@ -58,7 +67,8 @@ recreated) and is not used, and pairs written before B's downstream offsets went
 topic was recreated on B) are dropped: the pairs after the last such step are the current log's.
 
 Statuses: ``offset_sync_exact`` (refined onto a record with ``a``'s identity, the only one in a
-window that reached B's readable end, or past the copy of the last processed record),
+window that reached B's readable end; past the copy of the last processed record; or, ``a`` not
+copied yet, to B's readable end),
 ``offset_sync_anchor`` (``t0``, or refined with duplicates possible); not translated:
 ``no_offset_sync`` (no pair at or below ``c``), ``offset_sync_unconfirmed`` (pairs at or below
 ``c``, none confirmed yet), ``offset_syncs_unreadable``, ``remote_topic_renamed`` (the pre-check in
@@ -100,19 +110,28 @@ def current_pairs(pairs: tuple[SyncPair, ...]) -> tuple[SyncPair, ...]:
     return pairs[start:]
 
 
-def _window(facts: PartitionFacts, syncs: OffsetSyncFacts, t0: int) -> tuple[list[RecordFact], bool] | None:
-    """Every real record of B from ``t0`` on that was read (by offset), and whether they reach B's
-    readable end; None when no window read starts at or before ``t0``."""
-    windows: list[tuple[int | None, tuple[RecordFact, ...], bool]] = [
-        (syncs.forward_from, syncs.forward_records, syncs.forward_complete)
+def _window(facts: PartitionFacts, syncs: OffsetSyncFacts, t0: int) -> tuple[list[RecordFact], bool, int | None] | None:
+    """Every real record of B from ``t0`` on that was read (by offset), whether they reach B's
+    readable end, and the offset below which every real record from ``t0`` on is among them (None
+    when no such offset is known); None when no window read starts at or before ``t0``."""
+    windows: list[tuple[int | None, tuple[RecordFact, ...], bool, bool]] = [
+        # the offset syncs' forward read is one contiguous read from forward_from
+        (syncs.forward_from, syncs.forward_records, syncs.forward_complete, True)
     ]
     tf = facts.timestamp
     if tf is not None:
-        windows.append((tf.search_offset, tf.standby_records, tf.standby_records_complete))
-    for start, records, complete in windows:
+        windows.append((tf.search_offset, tf.standby_records, tf.standby_records_complete, False))
+    for start, records, complete, contiguous in windows:
         if start is not None and start <= t0 and (records or complete):
             inside = {r.offset: r for r in records if t0 <= r.offset < facts.standby_log_end}
-            return [inside[o] for o in sorted(inside)], complete
+            ordered = [inside[o] for o in sorted(inside)]
+            if complete:
+                read_to = facts.standby_log_end
+            elif contiguous and ordered:
+                read_to = ordered[-1].offset + 1
+            else:
+                read_to = None
+            return ordered, complete, read_to
     return None
 
 
@@ -135,49 +154,29 @@ def _refine(facts: PartitionFacts, syncs: OffsetSyncFacts, pair: SyncPair) -> Of
     if window is None:
         return OffsetSyncProof(t0, pair, TranslationStatus.OFFSET_SYNC_ANCHOR,
                                f"{anchor_note}: t = d + 1 (no window read from {t0} on to refine)")
-    records, complete = window
+    records, complete, read_to = window
     matches = [r.offset for r in records if r.identity == a.identity]
-    if not matches and not caught_up:
-        past = _past_last_processed(facts, pair, records, complete, anchor_note)
-        if past is not None:
-            return past
+    what = "last processed record" if caught_up else "next record"
     if not matches:
+        if read_to is not None and read_to > t0:
+            exact = complete and not caught_up
+            return OffsetSyncProof(
+                read_to, pair, TranslationStatus.OFFSET_SYNC_EXACT if exact else TranslationStatus.OFFSET_SYNC_ANCHOR,
+                f"{anchor_note}, refined from {t0} to {read_to}: none of the {len(records)} records read from {t0} "
+                f"has the identity of the {what} {facts.active}:{a.offset} (not copied yet), so each copies a "
+                f"processed record (window {'complete' if complete else 'cut'}): t = {read_to}",
+            )
         return OffsetSyncProof(t0, pair, TranslationStatus.OFFSET_SYNC_ANCHOR,
                                f"{anchor_note}: t = d + 1 (no record with the identity of {facts.active}:{a.offset} "
                                f"in the {len(records)} records read from {t0})")
     m = matches[0]
     t = m + 1 if caught_up else m
     exact = complete and len(matches) == 1
-    what = "last processed record" if caught_up else "next record"
     return OffsetSyncProof(
         t, pair, TranslationStatus.OFFSET_SYNC_EXACT if exact else TranslationStatus.OFFSET_SYNC_ANCHOR,
         f"{anchor_note}, refined from {t0} to {standby}:{m}, the first record with the identity of the {what} "
         f"{facts.active}:{a.offset}" + ("" if exact else f" ({len(matches)} such records read, window "
                                                         f"{'complete' if complete else 'cut'})") + f": t = {t}",
-    )
-
-
-def _past_last_processed(facts: PartitionFacts, pair: SyncPair, records: list[RecordFact], complete: bool,
-                         anchor_note: str) -> OffsetSyncProof | None:
-    """The group's next record has no copy in the window yet (the mirror has not copied it): ``t`` right
-    past the first copy of the last processed record ``p``, when the window holds one (module
-    docstring); None when it does not, or ``p`` is unknown."""
-    below = facts.usable_records_below()
-    p = below[0] if below else None
-    if p is None or p.identity is None or p.offset < pair.upstream:
-        return None
-    matches = [r.offset for r in records if r.identity == p.identity]
-    if not matches:
-        return None
-    m = matches[0]
-    exact = complete and len(matches) == 1
-    return OffsetSyncProof(
-        m + 1, pair, TranslationStatus.OFFSET_SYNC_EXACT if exact else TranslationStatus.OFFSET_SYNC_ANCHOR,
-        f"{anchor_note}, refined from {pair.downstream + 1} to {facts.standby}:{m}, the first record with the "
-        f"identity of the last processed record {facts.active}:{p.offset} (the next record "
-        f"{facts.active}:{facts.usable_record_at_or_after().offset} has no copy in the window yet)"
-        + ("" if exact else f" ({len(matches)} such records read, window {'complete' if complete else 'cut'})")
-        + f": t = {m + 1}",
     )
 
 

@@ -113,10 +113,16 @@ ONE_COPY_B = names(10, "'")
          TranslationStatus.OFFSET_SYNC_EXACT, 10),
         ("caught up: refined past the copy of the last processed record", ONE_COPY, ONE_COPY_B, 10, [(5, 5, 8)], 6,
          TranslationStatus.OFFSET_SYNC_EXACT, 10),
-        ("the next record not copied yet: refined past the copy of the last processed record", ONE_COPY,
-         names(7, "'"), 7, [(2, 2, 5)], 3, TranslationStatus.OFFSET_SYNC_EXACT, 7),
-        ("the same after a restart copied it twice: past its first copy, not exact", ONE_COPY,
-         names(7, "'") + ["a5'", "a6'"], 7, [(2, 2, 5)], 3, TranslationStatus.OFFSET_SYNC_ANCHOR, 7),
+        ("the next record not copied yet: refined to B's end, every record before it copies a processed one",
+         ONE_COPY, names(7, "'"), 7, [(2, 2, 5)], 3, TranslationStatus.OFFSET_SYNC_EXACT, 7),
+        ("the same after a restart copied two processed records twice: past the second copies", ONE_COPY,
+         names(7, "'") + ["a5'", "a6'"], 7, [(2, 2, 5)], 3, TranslationStatus.OFFSET_SYNC_EXACT, 9),
+        ("the mirror several records behind the group: B's end, not the pair", ONE_COPY,
+         names(5, "'"), 8, [(1, 1, 3)], 2, TranslationStatus.OFFSET_SYNC_EXACT, 5),
+        ("caught up, the last processed record not copied yet: B's end, its copy to be read again", ONE_COPY,
+         names(8, "'"), 10, [(5, 5, 8)], 6, TranslationStatus.OFFSET_SYNC_ANCHOR, 8),
+        ("no copy yet, and the timestamp window alone, cut: only t0", ONE_COPY, names(7, "'"), 8, [(2, 2, 5)],
+         None, TranslationStatus.OFFSET_SYNC_ANCHOR, 3),
         ("a window starting after t0 is not used", ONE_COPY, ONE_COPY_B, 8, [(2, 2, 5)], 5,
          TranslationStatus.OFFSET_SYNC_ANCHOR, 3),
         ("a pair that contradicts its stamp (u not below it) is not confirmed", ONE_COPY, ONE_COPY_B, 8, [(5, 5, 5)],
@@ -136,6 +142,20 @@ def test_table(label, active_log, standby_log, c, pairs, window_from, status, t)
         assert count_loss(m, c, t) == 0, label
         check_no_loss(facts, result)
         assert safe_standby_bound(facts) >= t
+
+
+def test_a_cut_window_without_the_copy_refines_to_where_it_was_read():
+    """The forward read stopped after a3', a4' (its bound): both copy records below a8, so t = 5;
+    a5', a6' are still to be read again, so not exact. A record past the window could be anything."""
+    m = TwoClusterModel.from_notation(ONE_COPY, names(7, "'"), mirror_headers=False)
+    syncs = dataclasses.replace(forward(m, 3, n=2), pairs=(SyncPair(2, 2, 5),))
+    assert not syncs.forward_complete
+    facts = facts_for(m, 8, syncs)
+    result = translate_by_offset_sync(facts)
+    assert (result.status, result.standby_offset) == (TranslationStatus.OFFSET_SYNC_ANCHOR, 5), result.reason
+    assert count_loss(m, 8, 5) == 0
+    check_no_loss(facts, result)
+    assert safe_standby_bound(facts) >= 5
 
 
 def test_pairs_before_the_standby_topic_was_recreated_are_dropped():
