@@ -582,13 +582,22 @@ def _with_timestamp_search(
     )
 
 
+#: the offset syncs' forward read reads at least this many real records (``refine_window`` when larger).
+#: MirrorMaker 2 writes a pair every ``offset.lag.max`` (100) records by default, and a pair proves
+#: something only once confirmed, so the newest usable pair is often 200 records or more behind the
+#: group; the read has to reach past the copy of the group's next record to prove it exactly.
+OFFSET_SYNC_FORWARD_RECORDS = 1000
+
+
 def _with_offset_sync_window(
     facts: list[PartitionFacts], standby_conf: dict, tp: TopicPartition, s_start: int, s_end: int, *,
     active: str, standby: str, deadline: float, refine_window: int, stats: ReadStats,
 ):
     """The standby read forward (with record identities) from the lowest point where a group's
-    offset-sync refinement starts, at most ``refine_window`` real records, one pass for every group
-    of the partition: each group's refinement uses the records from its own start on."""
+    offset-sync refinement starts, at most ``OFFSET_SYNC_FORWARD_RECORDS`` (or ``refine_window``)
+    real records, one pass for every group of the partition: each group's refinement uses the
+    records from its own start on."""
+    bound = max(refine_window, OFFSET_SYNC_FORWARD_RECORDS)
     starts = [s for s in (refinement_start(f) for f in facts) if s is not None]
     start = max(min(starts), s_start) if starts else s_end
     if start >= s_end:
@@ -597,7 +606,7 @@ def _with_offset_sync_window(
         None, tp.topic, tp.partition, read_from=standby, peer=active, end=s_end, deadline=deadline, stats=stats,
         identities=True, side="standby", conf=standby_conf,
     )
-    records, upto = yield from reader.read_steps(start, stop=lambda offs: len(offs) >= refine_window)
+    records, upto = yield from reader.read_steps(start, stop=lambda offs: len(offs) >= bound)
     records = [r for r in records if r.offset < upto]  # only what was read without a gap
     complete = upto >= reader.end
     return [

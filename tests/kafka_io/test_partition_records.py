@@ -20,7 +20,7 @@ from offset_pipeline.kafka_io.partition_records import (
     PartitionReader,
     read_translation_facts,
 )
-from offset_pipeline.translation.facts import RecordFact
+from offset_pipeline.translation.facts import OffsetSyncFacts, RecordFact, SyncPair
 from offset_pipeline.translation.headers import origin_headers
 from offset_pipeline.translation.result import TranslationStatus
 from offset_pipeline.translation.shape import TopicShape
@@ -178,6 +178,31 @@ def test_many_groups_read_the_partition_once_and_match_per_group_reads(kafka_pai
     for f, r in zip(together, results):
         check_no_loss(f, r)
     assert results[-1].status is TranslationStatus.NO_COMMITTED_OFFSET
+
+
+def test_the_offset_syncs_forward_read_reaches_a_group_far_past_its_pair(kafka_pair):
+    """MirrorMaker 2's defaults leave the newest confirmed pair hundreds of records behind a group.
+    The forward read from the pair goes past the small refine window to the copy of the group's
+    next record, so the pair proves it exactly. The same records on both sides, as a mirror without
+    headers leaves them (not a "t." topic: the session mirrors leave it alone)."""
+    topic = f"x.far-pair.{uuid.uuid4().hex[:6]}"
+    kafka_pair.create_topic(topic)
+    values = [f"r{i}" for i in range(600)]
+    for cluster in ("idc1", "idc2"):
+        produce(kafka_pair.bootstrap(cluster), topic, values, timestamp=1_700_000_000_000)
+        wait_for(lambda c=cluster: len(read_partition(kafka_pair.bootstrap(c), topic, 0)) == 600, what=f"{cluster} records")
+    logs = snapshot_logs(kafka_pair, topic)
+    syncs = OffsetSyncFacts((SyncPair(0, 0, 1),))
+    [facts] = read_translation_facts(
+        "idc1", "idc2", conf(kafka_pair, "idc1"), conf(kafka_pair, "idc2"), topic, 0, logs,
+        [GroupPartitionInput("far", 550)], shape=TopicShape.one_way("idc1"), window=4, refine_window=7,
+        mirror_writes_headers=False, offset_syncs=syncs,
+    )
+    assert facts.offset_syncs.forward_from == 1 and len(facts.offset_syncs.forward_records) >= 550
+    result = translate_partition(facts)
+    assert (result.status, result.standby_offset) == (TranslationStatus.OFFSET_SYNC_EXACT, 550), result.reason
+    check_no_loss(facts, result)
+    assert safe_standby_bound(facts) >= 550
 
 
 def test_edges_missing_topic_empty_partition_and_committed_outside_the_log(kafka_pair, session_mirrors, topic_name):
