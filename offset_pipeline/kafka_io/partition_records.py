@@ -22,6 +22,11 @@ The reading contract of ``facts.py`` is kept:
   read of up to ``refine_window`` real records from each search result (overlapping windows are read
   once), ``standby_first`` always, ``standby_last`` when a search found nothing below the standby's
   log end.
+* **Behind MirrorMaker 2's offset syncs** (a mirror without origin headers, pairs given): one forward
+  read of the standby from the lowest pair a group's proof starts at, up to
+  ``OFFSET_SYNC_FORWARD_RECORDS``. When the pairs prove every group that has records to search, the
+  timestamp search is not read at all (``translate_partition`` takes the pairs' result over it, and
+  the pairs' own read refines it; ``ReadStats.searches_skipped``).
 
 Reads stop at the snapshot's log end or at the partition's last stable offset when that is lower (an
 open transaction): records not read then are at or after ``c`` and only ever make a translation
@@ -141,6 +146,7 @@ class ReadStats:
     standby_passes: int = 0
     offsets_for_times_calls: int = 0
     searched_timestamps: list[int] = field(default_factory=list)
+    searches_skipped: int = 0  # partitions whose timestamp search was not needed: the pairs proved every group
 
 
 class _ReadConsumer(Consumer):
@@ -549,6 +555,11 @@ def _read(
             facts, standby_conf, tp, s_start, s_end, active=active, standby=standby, deadline=deadline,
             refine_window=refine_window, stats=stats,
         )
+        if need_search and all(_proven_by_pairs(f) for f, g in zip(facts, groups) if in_log(g)):
+            # translate_partition takes the pairs' result over the timestamp search's, and their own
+            # forward read refines it: the search's reads would change no answer
+            stats.searches_skipped += 1
+            return facts
     if not (need_search and exists):
         return facts
     return (yield from _with_timestamp_search(
@@ -615,6 +626,14 @@ def _with_offset_sync_window(
         if f.offset_syncs is not None else f
         for f in facts
     ]
+
+
+def _proven_by_pairs(f: PartitionFacts) -> bool:
+    """MirrorMaker 2's pairs prove an offset for ``f`` and the forward read from them holds records
+    to refine it (or reached the standby's end)."""
+    syncs = f.offset_syncs
+    return (syncs is not None and syncs.forward_from is not None and (syncs.forward_complete or bool(syncs.forward_records))
+            and refinement_start(f) is not None)
 
 
 def _searched_records(facts: list[PartitionFacts]) -> dict[int, RecordFact]:

@@ -193,16 +193,30 @@ def test_the_offset_syncs_forward_read_reaches_a_group_far_past_its_pair(kafka_p
         wait_for(lambda c=cluster: len(read_partition(kafka_pair.bootstrap(c), topic, 0)) == 600, what=f"{cluster} records")
     logs = snapshot_logs(kafka_pair, topic)
     syncs = OffsetSyncFacts((SyncPair(0, 0, 1),))
-    [facts] = read_translation_facts(
-        "idc1", "idc2", conf(kafka_pair, "idc1"), conf(kafka_pair, "idc2"), topic, 0, logs,
-        [GroupPartitionInput("far", 550)], shape=TopicShape.one_way("idc1"), window=4, refine_window=7,
-        mirror_writes_headers=False, offset_syncs=syncs,
-    )
+    args = ("idc1", "idc2", conf(kafka_pair, "idc1"), conf(kafka_pair, "idc2"), topic, 0, logs)
+    options = dict(shape=TopicShape.one_way("idc1"), window=4, refine_window=7, mirror_writes_headers=False,
+                   offset_syncs=syncs)
+    stats = ReadStats()
+    [facts] = read_translation_facts(*args, [GroupPartitionInput("far", 550)], stats=stats, **options)
     assert facts.offset_syncs.forward_from == 1 and len(facts.offset_syncs.forward_records) >= 550
     result = translate_partition(facts)
     assert (result.status, result.standby_offset) == (TranslationStatus.OFFSET_SYNC_EXACT, 550), result.reason
     check_no_loss(facts, result)
     assert safe_standby_bound(facts) >= 550
+    # the pairs proved the group: its timestamp search was not read, it would change no answer
+    assert facts.timestamp is None and stats.offsets_for_times_calls == 0 and stats.searches_skipped == 1
+
+    # a group the pairs prove nothing for (c = 0: the pair's stamp 1 is above it) needs the search,
+    # and the partition's one pass reads it for both
+    stats = ReadStats()
+    far, early = read_translation_facts(*args, [GroupPartitionInput("far", 550), GroupPartitionInput("early", 0)],
+                                        stats=stats, **options)
+    assert far.timestamp is not None and early.timestamp is not None and stats.offsets_for_times_calls >= 1
+    for f in (far, early):
+        r = translate_partition(f)
+        assert r.translated, r.reason
+        check_no_loss(f, r)
+    assert translate_partition(far).standby_offset == 550
 
 
 def test_edges_missing_topic_empty_partition_and_committed_outside_the_log(kafka_pair, session_mirrors, topic_name):
