@@ -78,6 +78,7 @@ from bench.mm2.counting import (
     NO_RECORD,
     CommitSeries,
     active_position,
+    commit_delays,
     failover_cost,
     fewest_duplicates,
     staleness_s,
@@ -299,6 +300,7 @@ class Row:
     planned_duplicated: int = 0
     planned_trials: int = 0
     all_synced_at: float | None = None  # when the last group-partition got its first standby offset
+    delays: list[float | None] = field(default_factory=list)  # per group commit in the window (counting.commit_delays)
 
 
 def evaluate(row: Row, groups: dict[str, str], standby: dict[GP, list[tuple[float, int]]], recorder: Recorder,
@@ -315,6 +317,14 @@ def evaluate(row: Row, groups: dict[str, str], standby: dict[GP, list[tuple[floa
     row.all_synced_at = None if None in firsts else max(firsts)
     for group, topic in groups.items():
         gps = [(group, topic, p) for p in range(PARTITIONS)]
+        for gp in gps:
+            if gp in active and samples:
+                points = standby.get(gp, [])
+                # against the final log: the polled ends lag by up to their interval, and a standby
+                # offset at the end then is the offset its next copy took
+                log = copy_of[(topic, gp[2])]
+                positions = [active_position(log, g, len(log)) for _, g in points]
+                row.delays += commit_delays(active[gp], [w for w, _ in points], positions, samples[0], samples[-1])
         for s in samples + [final_at]:
             lost = duplicated = fewest = 0
             synced = True
@@ -346,6 +356,22 @@ def evaluate(row: Row, groups: dict[str, str], standby: dict[GP, list[tuple[floa
             row.duplicated.append(duplicated)
             row.fewest.append(fewest)
     return row
+
+
+def format_delays(rows: list[Row]) -> str:
+    """Per row: from a group's commit to the first standby offset that covers it (counting.commit_delays)."""
+    lines = []
+    for r in rows:
+        reached = sorted(d for d in r.delays if d is not None)
+        if not reached:
+            lines.append(f"  {r.system} {r.setting}: no commit reached the standby")
+            continue
+        q = lambda f: reached[min(len(reached) - 1, int(f * len(reached)))]  # noqa: E731
+        lines.append(f"  {r.system} {r.setting}: {len(reached)} commits, p50 {q(0.5):.3f} s, p90 {q(0.9):.3f} s, "
+                     f"p99 {q(0.99):.3f} s, mean {statistics.mean(reached):.3f} s "
+                     f"({sum(d for d in reached if d > 0.3) / max(sum(reached), 1e-9):.0%} of it in commits over 0.3 s); "
+                     f"{len(r.delays) - len(reached)} never covered")
+    return "\n".join(lines)
 
 
 def format_table(rows: list[Row], since: float) -> str:
@@ -397,6 +423,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trial-step-s", type=positive_seconds, default=0.1,
                         help="a failover trial every this many seconds of the measured window (default 0.1: every "
                              "phase of the groups' once-a-second commits counts alike)")
+    parser.add_argument("--revisit-s", type=positive_seconds, default=None,
+                        help="the syncs' revisit_s (default: the product's): how soon an unsettled partition "
+                             "is translated again once its log ends moved")
     parser.add_argument("--families", type=chosen_families, default=FAMILIES,
                         help=f"which topic families run (comma-separated, default all: {','.join(FAMILIES)}); "
                              "fewer families, fewer MirrorMaker 2 JVMs and syncs: 'tuned,headers' on a 2-core machine "
@@ -451,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"MirrorMaker 2 with the transform copies both ways, {transform_mirror.ready_after_s:.1f} s after "
                       "its JVM started", flush=True)
             run_for_s = args.warmup_s + args.measure_s + args.settle_s + 600
-            common = {"bootstraps": bootstraps, "shapes": shapes, "dry_run": False}
+            common = {"bootstraps": bootstraps, "shapes": shapes, "dry_run": False, "revisit_s": args.revisit_s}
             for family, mirror in zip(plain, mirrors):
                 syncs[family].start(
                     run_for_s, dsn=f"chdb://{work / ('clickhouse-' + family)}", **common,
@@ -546,6 +575,10 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("by timestamp pattern:")
     print(format_table(per_pattern, mm2_started))
+    print()
+    print("delay from a group's commit to the first standby offset that covers it (a failover within it "
+          "reads that commit's records again):")
+    print(format_delays(rows))
     print()
     print("targets:")
     for line in targets(rows):

@@ -130,7 +130,8 @@ class BenchContinuousRun:
     def __init__(self, bootstraps: dict[str, str], dsn: str, shapes: dict[str, str], *, group_include: str = ".*",
                  dry_run: bool = False, mirror_writes_headers: bool = True, spark_connect_url: str | None = None,
                  checkpoint_s: float = 30.0, watch=None, run_id: str = "bench-continuous",
-                 offset_syncs_topics: tuple[OffsetSyncsTopic, ...] = (), follow_commit_log: bool = True):
+                 offset_syncs_topics: tuple[OffsetSyncsTopic, ...] = (), follow_commit_log: bool = True,
+                 revisit_s: float | None = None):
         self.log = logging.getLogger("bench.sync_runs")
         clusters = {name: KafkaClusterResource(cluster_name=name, bootstrap_servers=bs) for name, bs in bootstraps.items()}
         clickhouse = ClickHouseResource(dsn=dsn)
@@ -142,6 +143,7 @@ class BenchContinuousRun:
         settings = ContinuousSettings(
             group_filter=GroupFilter(group_include, DEFAULT_GROUP_EXCLUDE), shapes=dict(shapes), reads=reads, dry_run=dry_run,
             checkpoint_s=checkpoint_s, offset_syncs_topics=tuple(offset_syncs_topics),
+            **({"revisit_s": revisit_s} if revisit_s is not None else {}),  # else the product's default
             follow=FollowSettings(follow_commit_log=follow_commit_log),
             checkpoint=CheckpointSettings(clusters=tuple(bootstraps),
                                           confs={n: r.client_config() for n, r in clusters.items()}),

@@ -22,6 +22,10 @@ standby offset would restart it from. The position is the active offset ``a`` of
 ``g`` (or, at the standby's end, the active offset after the last copy); the staleness is ``s``
 minus the first time the group's committed offset went beyond ``a``, and 0 while it has not.
 
+**Delay** of a group commit to ``c`` at time ``t``: from ``t`` to the first standby offset at or after
+``t`` whose active position (as for staleness) is at least ``c``; None while there is none. A failover
+within the delay reads again the records of that commit.
+
 Invariants (tests/bench/test_mm2_counting.py): ``g`` at the exact copy position of ``c`` costs nothing;
 moving ``g`` down only adds duplicates, moving it up past unprocessed copies only adds losses; a
 standby offset that keeps up with the group has staleness 0.
@@ -99,3 +103,22 @@ class CommitSeries:
 def staleness_s(series: CommitSeries, s: float, a: int) -> float:
     passed = series.first_beyond(a)
     return max(0.0, s - passed) if passed is not None and passed <= s else 0.0
+
+
+def commit_delays(active: CommitSeries, standby_times: list[float], standby_positions: list[int],
+                  start: float, end: float) -> list[float | None]:
+    """Per commit of ``active`` in ``[start, end)`` that moved its offset: its delay (see the module's
+    docstring). ``standby_positions[j]``: the active position of the standby offset committed at
+    ``standby_times[j]`` (time order)."""
+    delays: list[float | None] = []
+    previous = None
+    for t, c in zip(active.times, active.offsets):
+        moved = previous is None or c > previous
+        previous = c
+        if not moved or not start <= t < end:
+            continue
+        j = bisect_right(standby_times, t)  # a standby commit appended before t cannot follow this one
+        while j < len(standby_times) and standby_positions[j] < c:
+            j += 1
+        delays.append(standby_times[j] - t if j < len(standby_times) else None)
+    return delays

@@ -259,6 +259,8 @@ def _follow_metadata(followed: FollowStatus) -> dict:
         "log_facts_carried": followed.ranges_carried,
         # the run's own standby commits seen in the commit logs: applied to the groups as read, no read
         "own_commits_followed": followed.echoes,
+        # groups' commits taken from the commit logs into the groups as read (a group per cluster and cycle)
+        "group_commits_followed": followed.followed_commits,
     }
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from offset_pipeline.continuous.followed_state import FollowedOffsets, Listing, Reconciliation
+from offset_pipeline.continuous.followed_state import FollowedOffsets, Listing, News, Reconciliation
 from offset_pipeline.kafka_io.commit_log import FollowedBatch, follow, followed_ends, stop_following
 from offset_pipeline.kafka_io.isolated import IsolatedCalls
 from offset_pipeline.translation.group_commit_records import commit_log_partition
@@ -160,6 +160,11 @@ class CommitLogFeed:
     def take_changed(self) -> dict[str, set[str]]:
         with self._lock:
             return {c.name: c.state.take_changed() for c in self._clusters.values()}
+
+    def take_news(self) -> dict[str, News]:
+        """Each cluster's :meth:`FollowedOffsets.take_news`, all at one moment."""
+        with self._lock:
+            return {c.name: c.state.take_news() for c in self._clusters.values()}
 
     def expect(self, cluster: str, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
         """The run is about to commit ``offsets`` for ``group`` on ``cluster``: their echoes wake no

@@ -13,9 +13,13 @@ A cycle lists every group when:
   ``listed: reconciliation``. Each listing while following is compared with the followed offsets
   (``continuous/followed_state.py``): every difference is counted, logged and expected to be none.
 
-Otherwise the cycle reads the changed groups on both clusters and the log facts of the partitions
-whose committed offset moved or whose group changed, and of the unsettled partitions the run names;
-every other partition's log facts are carried from the last read (``sync/snapshot_step.py``, ``ChangedGroups``): its cost follows the
+Otherwise the cycle reads again the groups another record touched (a member joined or left, the
+state changed) and any group the last read did not have or could not read, on both clusters; a
+group whose only news is offset commits takes its committed offsets from the commit log
+(``FollowedOffsets.take_news``: the coordinator's own record of them) without a read, and the
+run's own standby commits coming back are put in as they were written. It reads the log facts of
+the partitions whose committed offset moved or whose group changed, and of the unsettled
+partitions the run names; every other partition's log facts are carried from the last read (``sync/snapshot_step.py``, ``ChangedGroups``): its cost follows the
 commits, not the groups. The run asks for every partition's log facts before a checkpoint, so the
 rows it stores (lag, the stale sensor's log ends) are as new as a listing's.
 """
@@ -28,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from offset_pipeline.continuous.commit_feed import CommitLogFeed, FollowerMode
-from offset_pipeline.continuous.followed_state import Difference, Listing
+from offset_pipeline.continuous.followed_state import Difference, Listing, News
 from offset_pipeline.kafka_io.group_offsets import GroupFilter
 from offset_pipeline.storage.commit_log_follow import CommitLogFollowRow
 from offset_pipeline.sync.snapshot_step import ChangedGroups, ClusterReads, read_clusters
@@ -70,6 +74,7 @@ class FollowStatus:
     ranges_read: int = 0  # partitions (per cluster) whose log facts the cycles read
     ranges_carried: int = 0  # ... and those a followed cycle carried from the read before it
     echoes: int = 0  # the run's own standby commits seen in the commit logs, applied without a read
+    followed_commits: int = 0  # groups' commits taken from the commit logs without a read (group, cluster, cycle)
 
     @property
     def compared(self) -> int:
@@ -116,12 +121,15 @@ class CycleReads:
         modes = self.modes()
         why = self._why_list(modes)
         if why is None:
-            changed = self.feed.take_changed()
-            ids = sorted(set().union(*changed.values()) | self._patch_echoes(self.feed.take_echoed()))
+            news = self.feed.take_news()
+            unpatched = self._patch_echoes(self.feed.take_echoed())
+            # as last read, the run's own commits in: the log facts of what the commits below move are read
+            before = {cluster: list(states) for cluster, states in self._groups.items()}
+            ids = sorted(unpatched | self._patch_commits(news))
             carried = None if all_ranges else self._last
             reads = read_clusters(self._admin_configs, self._filter, self._timeout_s, calls=self._calls,
                                   offset_syncs=offset_syncs,
-                                  changed=ChangedGroups(self._groups, ids, carried, frozenset(also)))
+                                  changed=ChangedGroups(self._groups, ids, carried, frozenset(also), before=before))
             kind = "followed"
         else:
             reads = self._list(modes, offset_syncs)
@@ -173,6 +181,30 @@ class CycleReads:
                 states[n] = replace(states[n], committed={**states[n].committed, **offsets})
                 self.status.echoes += len(offsets)
         return unpatched
+
+    def _patch_commits(self, news: Mapping[str, News]) -> set[str]:
+        """The groups' followed offsets put into the groups as last read, for each group whose only
+        news on a cluster is offset commits (what a read would say: the log is where the coordinator
+        keeps them, and a commit changes no member). Returns the groups to read again: another
+        record touched them, the last read did not have them or could not read them, or the log
+        holds no offset of theirs any more (a listing leaves such a group out)."""
+        again: set[str] = set()
+        for cluster, n in news.items():
+            if not n.changed:
+                continue
+            states = self._groups.get(cluster)
+            if states is None:
+                again |= set(n.changed)
+                continue
+            index = {g.group_id: i for i, g in enumerate(states)}
+            for group in n.changed:
+                i = index.get(group)
+                if group in n.touched or i is None or states[i].read_error or group not in n.offsets:
+                    again.add(group)
+                    continue
+                states[i] = replace(states[i], committed=dict(n.offsets[group]))
+                self.status.followed_commits += 1
+        return again
 
     def modes(self) -> dict[str, tuple[FollowerMode, str, int]]:
         if self.feed is None:

@@ -3,9 +3,11 @@ groups changed, and how that knowledge compares with a full listing of the group
 Spark, Dagster or ClickHouse).
 
 The run seeds a :class:`FollowedOffsets` with a full listing, then applies every commit the
-follower (``kafka_io/commit_log.py``) hands over. The commits tell the run *which* groups to read
-again now (:meth:`FollowedOffsets.take_changed`); the facts a translation uses are still read from
-the cluster. On a slow timer the run lists every group again and :meth:`FollowedOffsets.reconcile`
+follower (``kafka_io/commit_log.py``) hands over. The commits tell the run *which* groups changed
+(:meth:`FollowedOffsets.take_news`). A group whose only news is offset commits takes its committed
+offsets from here (the log is the coordinator's own record of them, read read_committed); a group
+with another record (a member joined or left, its state changed) is read from the cluster again,
+as is every log end. On a slow timer the run lists every group again and :meth:`FollowedOffsets.reconcile`
 says where the followed offsets and the listing disagree: a commit the follower missed, or one it
 saw that the cluster does not have. Expected: none.
 
@@ -22,8 +24,10 @@ Invariants (tests/continuous/test_followed_state.py, table-driven and property-b
   it; the last one applied wins, as in the cluster (a group lives in one log partition, whose
   records the follower reads in order);
 * **changed once**: every group a commit, a deletion or another record of it (:meth:`touch`)
-  touched since the last :meth:`take_changed` is in its answer, exactly once, and no other group,
-  except a group whose only news is its own echo;
+  touched since the last :meth:`take_changed` (or :meth:`take_news`) is in its answer, exactly
+  once, and no other group, except a group whose only news is its own echo; :meth:`take_news`
+  also names, among them, every group another record touched, and hands the followed offsets of
+  the others;
 * **echo**: a commit of exactly the offset the run said it would write there (:meth:`expect`) is
   applied like any other, and is handed to :meth:`take_echoed` instead of :meth:`take_changed`: the
   run wrote it, it knows the offset, and reading the group again would say only that. Any commit of
@@ -89,6 +93,15 @@ class Reconciliation:
     differences: tuple[Difference, ...] = ()
 
 
+@dataclass(frozen=True)
+class News:
+    """What changed on a cluster since the last look (:meth:`FollowedOffsets.take_news`)."""
+
+    changed: frozenset[str]  # every group with news
+    touched: frozenset[str]  # ... those another record touched (members, state): read them again
+    offsets: Mapping[str, Mapping[TopicPartitionKey, int]]  # the others' followed offsets, when they have any
+
+
 @dataclass
 class FollowedOffsets:
     """One cluster's committed offsets as followed (see the module's docstring)."""
@@ -97,6 +110,7 @@ class FollowedOffsets:
     sequence: int = 0  # commits applied so far
     _touched_at: dict[tuple[str, str, int], int] = field(default_factory=dict)  # group-partition -> its last commit's sequence
     _changed: set[str] = field(default_factory=set)
+    _touched: set[str] = field(default_factory=set)  # ... of those, groups another record touched
     _expected: dict[tuple[str, str, int], int] = field(default_factory=dict)  # group-partition -> the run's offset
     _echoed: dict[str, dict[TopicPartitionKey, int]] = field(default_factory=dict)
 
@@ -161,12 +175,22 @@ class FollowedOffsets:
     def touch(self, groups: Iterable[str], keep: Callable[[str], bool] = lambda group: True) -> None:
         """``groups`` changed otherwise (a member joined or left): named by the next
         :meth:`take_changed`, their offsets untouched."""
-        self._changed.update(g for g in groups if keep(g))
+        touched = {g for g in groups if keep(g)}
+        self._changed |= touched
+        self._touched |= touched
 
     def take_changed(self) -> set[str]:
         """The groups a commit or deletion touched since the last call (each once)."""
-        changed, self._changed = self._changed, set()
-        return changed
+        return self.take_news().changed
+
+    def take_news(self) -> News:
+        """What :meth:`take_changed` gives, with which of those groups another record touched and
+        the followed offsets of the rest (each group's whole offsets; none for a group whose
+        offsets were all deleted)."""
+        changed, touched = self._changed, self._touched & self._changed
+        self._changed, self._touched = set(), set()
+        offsets = {g: dict(self.offsets[g]) for g in changed - touched if g in self.offsets}
+        return News(frozenset(changed), frozenset(touched), offsets)
 
     def reconcile(self, listing: Listing, since: int, reached: Callable[[str], bool] = lambda group: True
                   ) -> Reconciliation:

@@ -12,10 +12,10 @@ A cycle with more work than ``local_max_partitions`` goes to Spark as in the int
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from offset_pipeline.kafka_io.isolated import IsolatedCalls
+from offset_pipeline.kafka_io.thread_pools import shared_pool
 from offset_pipeline.sync.spark_translation import (
     PARTITION_KEY,
     translate_keyed_rows,
@@ -52,8 +52,10 @@ def translate_work(work: list[dict[str, Any]], confs: dict[str, dict], snapshot_
 
     if len(by_key) == 1:
         return one(next(iter(by_key)))
-    with ThreadPoolExecutor(max_workers=min(READ_THREADS, len(by_key)), thread_name_prefix="translate") as pool:
-        return [row for rows in pool.map(one, list(by_key)) for row in rows]
+    # the child's pool for its life (kafka_io/thread_pools.py): threads started per call cost as
+    # much as the reads of a small cycle
+    pool = shared_pool("translate", READ_THREADS)
+    return [row for rows in pool.map(one, list(by_key)) for row in rows]
 
 
 def partition_count(work: list[dict[str, Any]]) -> int:

@@ -33,7 +33,10 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
+from offset_pipeline.kafka_io.thread_pools import shared_pool
+
 TP = tuple[str, int]
+OFFSET_READ_THREADS = 32  # a cycle's groups re-read at once (parallel_groups), with room to spare
 T = TypeVar("T")
 
 _COORDINATOR_SETTLING = {
@@ -180,16 +183,22 @@ def read_group_offsets(admin: AdminClient, group_id: str, partitions: Iterable[T
 
 def read_live_group_state(cluster, group_id: str, partitions: Iterable[TP], *, timeout_s: float = 10.0,
                           admin: AdminClient | None = None, offsets_via_admin: bool = False) -> LiveGroupState:
-    """Members, then committed offsets, of ``group_id`` on ``cluster``. ``offsets_via_admin``: read the
-    offsets with the admin client (:func:`read_group_offsets`), only in a child process of its own."""
-    members = read_group_members(cluster, group_id, timeout_s=timeout_s, admin=admin)
+    """Members and committed offsets of ``group_id`` on ``cluster``. ``offsets_via_admin``: read the
+    offsets with the admin client (:func:`read_group_offsets`), only in a child process of its own,
+    alongside the members' request; otherwise with a consumer of the group, after it."""
     if offsets_via_admin:
         admin = admin if admin is not None else cluster.admin()
-        committed = read_group_offsets(admin, group_id, partitions, timeout_s=timeout_s)
-    else:
-        consumer = Consumer(group_client_config(cluster, group_id, timeout_s))
-        try:
-            committed = read_committed_offsets(consumer, partitions, timeout_s=timeout_s)
-        finally:
-            consumer.close()
+        # Both requests in flight at once (the continuous mode asks this before every commit): each
+        # is a snapshot taken before the commit, whichever the broker answers first.
+        offsets = shared_pool("group-offsets", OFFSET_READ_THREADS).submit(
+            read_group_offsets, admin, group_id, partitions, timeout_s=timeout_s)
+        members = read_group_members(cluster, group_id, timeout_s=timeout_s, admin=admin)
+        committed = offsets.result()
+        return LiveGroupState(cluster.cluster_name, group_id, members.state, members.member_count, committed)
+    members = read_group_members(cluster, group_id, timeout_s=timeout_s, admin=admin)
+    consumer = Consumer(group_client_config(cluster, group_id, timeout_s))
+    try:
+        committed = read_committed_offsets(consumer, partitions, timeout_s=timeout_s)
+    finally:
+        consumer.close()
     return LiveGroupState(cluster.cluster_name, group_id, members.state, members.member_count, committed)

@@ -18,11 +18,12 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
 from dataclasses import dataclass, field
 from operator import itemgetter
 
 from offset_pipeline.kafka_io.group_io import IsolatedGroupIO
+from offset_pipeline.kafka_io.thread_pools import shared_pool
 from offset_pipeline.storage import commits, cycle_rows, snapshots
 from offset_pipeline.storage.commits import CommitRow
 from offset_pipeline.sync.commit_rules import CommitDecision, commit_log_line
@@ -129,13 +130,17 @@ def commit_groups(by_group: Mapping[str, list[TranslatedRow]], clusters: Mapping
         )
 
     stored, decisions = [], []
+    # the process's pool (kafka_io/thread_pools.py): a continuous run commits every cycle
+    pool = shared_pool("offset-sync-commit", parallel_groups)
+    futures = [pool.submit(one_group, item) for item in sorted(by_group.items())]
     try:
-        with ThreadPoolExecutor(max_workers=parallel_groups, thread_name_prefix="offset-sync-commit") as pool:
-            # map keeps the groups' order: the stored rows and decisions come out sorted by group
-            for plan, group_rows in pool.map(one_group, sorted(by_group.items())):
-                decisions += [(commit, commit.decision in ROUTINE_COMMITS) for commit in plan]
-                stored += group_rows
+        # in the groups' order: the stored rows and decisions come out sorted by group
+        for future in futures:
+            plan, group_rows = future.result()
+            decisions += [(commit, commit.decision in ROUTINE_COMMITS) for commit in plan]
+            stored += group_rows
     finally:
+        wait(futures)  # none still calls Kafka through io when it closes
         if owned:
             io.close()
     return CycleCommits(stored, decisions, unreachable, time.monotonic() - kafka_started)

@@ -33,8 +33,11 @@ from offset_pipeline.kafka_io.authorization import not_authorized_reason
 from offset_pipeline.kafka_io.standby_groups import TP, LiveGroupState
 from offset_pipeline.kafka_io.group_commits import GroupCommitWrite
 from offset_pipeline.kafka_io.group_io import DirectGroupIO, GroupIOError
+from offset_pipeline.kafka_io.thread_pools import shared_pool
 from offset_pipeline.storage.commits import CommitRow
 from offset_pipeline.translation import Strategy, TranslationResult, TranslationStatus
+
+REREAD_THREADS = 32  # the standby re-reads of a cycle's groups at once (parallel_groups), with room to spare
 
 #: Columns of ``offset_translations`` the commit step reads, in :class:`TranslatedRow` order.
 TRANSLATED_COLUMNS = (
@@ -242,13 +245,19 @@ def _refusal_before_kafka(rows: list[TranslatedRow], by_source: Mapping[TP, Tran
 
 def _reread_group(io, active: str, standby: str, group_id: str, partitions: list[TP], timeout_s: float,
                   unreachable: MutableMapping[str, str]) -> tuple[int, LiveGroupState] | str:
-    """The active cluster's member count, then the standby group's live state (members, committed
-    offsets), or the error of the call that failed."""
+    """The active cluster's member count and the standby group's live state (members, committed
+    offsets), or the error of the call that failed (the active cluster's first).
+
+    Both are read at once, on their two clusters: the plan needs both as they stood before the
+    commit, in no order, and reading one after the other put a second round trip between every
+    group's commit in the log and the standby's."""
+    standby_read = shared_pool("offset-sync-reread", REREAD_THREADS).submit(
+        io.live_state, standby, group_id, partitions, timeout_s)
     reading = active
     try:
         active_members = io.member_count(active, group_id, timeout_s)
         reading = standby
-        live = io.live_state(standby, group_id, partitions, timeout_s)
+        live = standby_read.result()
     except GroupIOError as exc:  # any failure is this group's, recorded on its rows
         error = f"re-reading the group on {reading} failed: {exc}"
         if exc.unreachable:

@@ -10,7 +10,7 @@ clusters at once. A cluster whose reads fail, time out or crash is not an error 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -29,6 +29,7 @@ from offset_pipeline.kafka_io.group_offsets import (
     describe_error,
 )
 from offset_pipeline.kafka_io.isolated import IsolatedCalls
+from offset_pipeline.kafka_io.thread_pools import shared_pool
 from offset_pipeline.storage.snapshots import SnapshotRow
 from offset_pipeline.sync.offset_sync_step import OffsetSyncsReader
 from offset_pipeline.sync.snapshot_rows import build_snapshot_rows, involved_partitions
@@ -165,6 +166,9 @@ class ChangedGroups:
     group_ids: list[str]
     carried: ClusterReads | None = None
     also: frozenset[tuple[str, int]] = frozenset()
+    # the groups as the carried read gave them, when ``previous`` holds offsets put in since (a
+    # commit log's): a partition whose offset moved so has its log facts read (default: previous)
+    before: Mapping[str, list[GroupState]] | None = None
 
     def fresh_partitions(self, groups: Mapping[str, list[GroupState]], involved: set[tuple[str, int]]
                          ) -> set[tuple[str, int]]:
@@ -174,8 +178,9 @@ class ChangedGroups:
         about. So a group-partition the cycle revisits for a change of its group or offset
         (``revisit_rules``) is translated from log facts read after that change."""
         fresh = set(self.also & involved)
+        earlier = self.before if self.before is not None else self.previous
         for cluster, states in groups.items():
-            before = {g.group_id: g for g in self.previous.get(cluster, [])}
+            before = {g.group_id: g for g in earlier.get(cluster, [])}
             for now in states:
                 was = before.get(now.group_id)
                 if now is was:  # a group not read again: carried whole
@@ -211,37 +216,42 @@ def read_clusters(admin_configs: AdminConfigs, group_filter: GroupFilter, timeou
     owned = calls is None
     reader = _ClusterReader(dict(calls) if calls is not None else {name: IsolatedCalls(name) for name in admin_configs},
                             admin_configs, timeout_s)
+    syncs_topics = offset_syncs.topics if offset_syncs is not None else []
+    # the process's pool (kafka_io/thread_pools.py): a continuous run reads both clusters every cycle
+    pool = shared_pool("offset-snapshot", 2 * (len(admin_configs) + len(syncs_topics)))
+    futures = []
     try:
-        syncs_topics = offset_syncs.topics if offset_syncs is not None else []
-        with ThreadPoolExecutor(max_workers=len(admin_configs) + len(syncs_topics),
-                                thread_name_prefix="offset-snapshot") as pool:
-            syncs_reads = [pool.submit(offset_syncs.read_one, (t.source, t.target),
-                                       reader.call_on(t.stored_on), timeout_s) for t in syncs_topics]
-            if changed is None:
-                listed = pool.map(lambda name: reader.groups_of(name, group_filter), admin_configs)
-            else:
-                listed = pool.map(lambda name: reader.named_groups_of(name, list(changed.previous.get(name, [])),
-                                                                      changed.group_ids), admin_configs)
-            for name, groups in zip(admin_configs, listed):
-                reads.add_groups(name, groups)
-            for done in syncs_reads:  # every pair read is read before any log end below
-                done.result()
-            involved = involved_partitions(g for states in reads.groups.values() for g in states)
-            carried = changed.carried if changed is not None else None
-            fresh = involved if carried is None else changed.fresh_partitions(reads.groups, involved)
-            partitions = sorted(fresh)
-            readable = [name for name in admin_configs if name not in reads.unavailable]
-            ranged = pool.map(lambda name: reader.ranges_of(name, partitions, _unlisted(reads.groups, name)), readable)
-            for name, ranges in zip(readable, ranged):
-                reads.add_ranges(name, ranges)
-                if name in reads.unavailable:
-                    continue
-                reads.asked[name] = involved
-                if carried is not None:
-                    reads.carry_ranges(name, carried, involved - fresh)
+        syncs_reads = [pool.submit(offset_syncs.read_one, (t.source, t.target),
+                                   reader.call_on(t.stored_on), timeout_s) for t in syncs_topics]
+        futures += syncs_reads
+        if changed is None:
+            listed = [pool.submit(reader.groups_of, name, group_filter) for name in admin_configs]
+        else:
+            listed = [pool.submit(reader.named_groups_of, name, list(changed.previous.get(name, [])),
+                                  changed.group_ids) for name in admin_configs]
+        futures += listed
+        for name, groups in zip(admin_configs, listed):
+            reads.add_groups(name, groups.result())
+        for done in syncs_reads:  # every pair read is read before any log end below
+            done.result()
+        involved = involved_partitions(g for states in reads.groups.values() for g in states)
+        carried = changed.carried if changed is not None else None
+        fresh = involved if carried is None else changed.fresh_partitions(reads.groups, involved)
+        partitions = sorted(fresh)
+        readable = [name for name in admin_configs if name not in reads.unavailable]
+        ranged = [pool.submit(reader.ranges_of, name, partitions, _unlisted(reads.groups, name)) for name in readable]
+        futures += ranged
+        for name, ranges in zip(readable, ranged):
+            reads.add_ranges(name, ranges.result())
+            if name in reads.unavailable:
+                continue
+            reads.asked[name] = involved
+            if carried is not None:
+                reads.carry_ranges(name, carried, involved - fresh)
         if offset_syncs is not None:
             offset_syncs.observe(reads.ranges)
     finally:
+        wait(futures)  # none still uses the children when they close
         if owned:
             reader.close()
     return reads

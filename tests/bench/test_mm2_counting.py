@@ -7,7 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.mm2.counting import CommitSeries, FailoverCost, active_position, failover_cost, staleness_s
+from bench.mm2.counting import (
+    CommitSeries,
+    FailoverCost,
+    active_position,
+    commit_delays,
+    failover_cost,
+    staleness_s,
+)
 
 # Standby offsets 0..5 copy active offsets 0..5; offset 6 is no copy (a foreign record).
 COPIES = np.array([0, 1, 2, 3, 4, 5, -1])
@@ -40,6 +47,18 @@ def test_staleness():
     assert staleness_s(series, 3.5, 0) == 2.5
     assert staleness_s(series, 0.5, 0) == 0.0    # not past it yet at 0.5
     assert series.at(1.5) == 2 and series.at(-1) is None
+
+
+def test_commit_delays():
+    group = CommitSeries([1.0, 2.0, 3.0, 4.0, 5.0], [10, 20, 20, 30, 40])
+    # standby: 10 at 1.2, 15 at 2.1 (short of 20), 20 at 2.3, 35 at 4.05 (covers 30), nothing for 40
+    times, positions = [1.2, 2.1, 2.3, 4.05], [10, 15, 20, 35]
+    delays = commit_delays(group, times, positions, 0.0, 10.0)
+    assert delays[:3] == pytest.approx([0.2, 0.3, 0.05])  # the repeat of 20 at 3.0 is no move
+    assert delays[3] is None  # 40 never reached the standby
+    # only commits inside the window count; a standby offset appended before the commit never covers it
+    assert commit_delays(group, times, positions, 1.5, 4.5) == pytest.approx([0.3, 0.05])
+    assert commit_delays(CommitSeries([1.0], [10]), [0.5], [10], 0.0, 10.0) == [None]
 
 
 @given(n=st.integers(1, 60), data=st.data())

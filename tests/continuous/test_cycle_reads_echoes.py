@@ -33,3 +33,32 @@ def test_an_echo_patches_the_group_as_read_and_an_unknown_group_is_read_again():
 def test_before_any_read_there_is_nothing_to_patch():
     reads = reads_with(None)
     assert reads._patch_echoes({"idc2": {"g": {("t", 0): 8}}}) == set() and reads.status.echoes == 0
+
+
+def test_a_commit_only_group_takes_its_followed_offsets_and_the_others_are_read_again():
+    from offset_pipeline.continuous.followed_state import News
+
+    active = GroupState("idc1", "g", "STABLE", 1, {("t", 0): 9, ("t", 1): 4})
+    moved = GroupState("idc1", "m", "STABLE", 2, {("t", 0): 1})
+    unreadable = GroupState("idc1", "bad", "UNKNOWN", 0, {}, read_error="timed out")
+    reads = reads_with({"idc1": [active, moved, unreadable], "idc2": []})
+    news = {"idc1": News(frozenset({"g", "m", "bad", "new", "gone"}), frozenset({"m"}),
+                         {"g": {("t", 0): 12, ("t", 1): 4}, "m": {("t", 0): 2}, "bad": {("t", 0): 3},
+                          "new": {("t", 0): 1}}),
+            "idc2": News(frozenset(), frozenset(), {})}
+    again = reads._patch_commits(news)
+    # members changed, not read last time, unreadable then, every offset deleted: read them again
+    assert again == {"m", "bad", "new", "gone"}
+    [patched, still_moved, still_bad] = reads._groups["idc1"]
+    assert patched.committed == {("t", 0): 12, ("t", 1): 4}
+    assert (patched.state, patched.member_count) == ("STABLE", 1)  # a commit changes no member
+    assert still_moved is moved and still_bad is unreadable
+    assert active.committed == {("t", 0): 9, ("t", 1): 4}  # the earlier read's own state is not changed
+    assert reads.status.followed_commits == 1
+
+
+def test_news_of_a_cluster_not_read_last_time_is_read():
+    from offset_pipeline.continuous.followed_state import News
+
+    reads = reads_with({"idc1": []})
+    assert reads._patch_commits({"idc2": News(frozenset({"g"}), frozenset(), {"g": {("t", 0): 1}})}) == {"g"}

@@ -208,3 +208,20 @@ def test_echoes_change_no_offset_and_every_commit_is_news_or_an_echo(history, ex
             news.add(c.group)
     assert state.take_changed() == news
     assert state.take_echoed() == echoes
+
+
+def test_news_names_the_groups_another_record_touched_and_hands_the_others_offsets():
+    state = FollowedOffsets()
+    state.seed({"a": {("t", 0): 5, ("t", 1): 2}, "b": {("t", 0): 1}, "c": {("t", 0): 4}})
+    state.apply([Commit("a", "t", 0, 7), Commit("b", "t", 0, 3), Commit("c", "t", 0, None)])
+    state.touch(["b", "d"])  # b's members changed too; d has no commit at all
+    news = state.take_news()
+    assert news.changed == {"a", "b", "c", "d"} and news.touched == {"b", "d"}
+    # a commit-only group gets its whole offsets; c's were all deleted: none to hand
+    assert news.offsets == {"a": {("t", 0): 7, ("t", 1): 2}}
+    news.offsets["a"][("t", 0)] = 99  # a copy: the state is not changed through it
+    assert state.offsets["a"][("t", 0)] == 7
+    again = state.take_news()
+    assert (again.changed, again.touched, dict(again.offsets)) == (frozenset(), frozenset(), {})
+    state.apply([Commit("b", "t", 0, 4)])  # touched before the last take: a commit alone now
+    assert state.take_news().touched == frozenset()

@@ -96,3 +96,15 @@ def test_the_fresh_partitions_are_those_a_revisit_may_translate(now, also, fresh
     unasked = ChangedGroups({"idc1": list(BEFORE.values())}, sorted(now), ClusterReads(asked={"idc1": {T0}}),
                             frozenset(also))
     assert unasked.fresh_partitions(groups, involved) == fresh | (involved - {T0})
+
+
+def test_offsets_put_in_from_a_commit_log_have_their_moved_partitions_read():
+    # the run put g's followed offsets into the groups it hands as previous: compared with those,
+    # nothing changed; compared with the groups as the carried read gave them, T0 moved
+    patched = state("g", {T0: 6, T1: 7})
+    previous = {"idc1": [patched, BEFORE["h"]]}
+    before = {"idc1": [BEFORE["g"], BEFORE["h"]]}
+    carried = ClusterReads(asked={"idc1": {T0, T1, T2}})
+    involved = {T0, T1, T2}
+    assert ChangedGroups(previous, [], carried, before=before).fresh_partitions(previous, involved) == {T0}
+    assert ChangedGroups(previous, [], carried).fresh_partitions(previous, involved) == set()
