@@ -231,11 +231,13 @@ class OurSync:
     statuses: Counter = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)  # status -> one reason it was given
     stage_seconds: Counter = field(default_factory=Counter)  # stage -> seconds over every cycle
+    revisited: Counter = field(default_factory=Counter)  # why group-partitions were translated again
     run: ProcessContinuousRun | None = None
 
     def on_cycle(self, _at: float, outcome, _settled) -> None:
         self.cycles.append(outcome.seconds)
         self.stage_seconds.update(outcome.stage_seconds)
+        self.revisited.update({str(getattr(k, "value", k)): v for k, v in outcome.revisited.items()})
         self.statuses.update({str(getattr(k, "value", k)): v for k, v in outcome.statuses.items()})
 
     def on_reason(self, status: str, example: str) -> None:
@@ -563,7 +565,8 @@ def main(argv: list[str] | None = None) -> int:
         mean = statistics.mean(sync.cycles) if sync.cycles else float("nan")
         print(f"  sync behind {'MM2+transform' if name == 'transform' else 'plain MM2 ' + name}: "
               f"{len(sync.cycles)} cycles, mean {mean:.2f} s ("
-              + ", ".join(f"{k} {v / max(1, len(sync.cycles)):.2f}" for k, v in sync.stage_seconds.items()) + ")")
+              + ", ".join(f"{k} {v / max(1, len(sync.cycles)):.2f}" for k, v in sync.stage_seconds.items()) + "); "
+              + "translated again: " + (", ".join(f"{k} {v}" for k, v in sorted(sync.revisited.items())) or "none"))
     print(f"a trial = one group failing over at one moment of the window (every {args.trial_step_s:g} s), restarting at the offset committed on idc2 "
           "then (its commit's append time in idc2's __consumer_offsets); lost and duplicated records per trial, by record identity; staleness per "
           "group-partition and moment; '1st all': seconds from MM2's start until every group-partition had an "

@@ -66,7 +66,11 @@ class ContinuousSyncConfig(dg.Config):
     checkpoint_s: float = Field(default_factory=checkpoint_s, gt=0,
                                 description="how often the state goes to ClickHouse (OFFSET_PIPELINE_CHECKPOINT_S)")
     revisit_s: float = Field(default=2.0, gt=0,
-                             description="an unsettled group-partition is read again this soon when a log end moved")
+                             description="an unsettled group-partition is read again at most this long after its "
+                                         "last translation when a log end moved")
+    revisit_first_s: float = Field(default=0.25, gt=0,
+                                   description="... and this soon the first time: the wait doubles while it stays "
+                                               "unsettled, up to revisit_s")
     retry_s: float = Field(default=300.0, gt=0,
                            description="an unsettled group-partition is read again after this (spread up to twice), "
                                        "whatever happened")
@@ -177,6 +181,7 @@ def _settings(config: ContinuousSyncConfig, idc1: KafkaClusterResource, idc2: Ka
         shapes=dict(t.topic_shapes), reads=reads, dry_run=config.commit.dry_run,
         # a cycle's commits are a few groups' each: twice the interval mode's parallelism
         parallel_groups=2 * config.commit.parallel_groups, checkpoint_s=config.checkpoint_s, revisit_s=config.revisit_s,
+        revisit_first_s=config.revisit_first_s,
         retry_s=config.retry_s,
         local_max_partitions=config.local_max_partitions, max_sync_age_s=config.commit.max_sync_age_s,
         offset_syncs_topics=tuple(offset_syncs_topics(writes_headers=t.mirror_writes_headers)),

@@ -104,6 +104,9 @@ class ContinuousSettings:
     parallel_groups: int = 16
     checkpoint_s: float = 30.0
     revisit_s: float = 2.0
+    # an unsettled group-partition's first wait, doubling up to revisit_s (revisit_rules.unsettled_wait_s):
+    # a commit translated before the mirror copied its records is tried again within a fraction of a second
+    revisit_first_s: float | None = 0.25
     retry_s: float = 300.0
     local_max_partitions: int = 1000
     min_cycle_s: float = 0.05  # cycles start at most this often: what arrives meanwhile is one batch
@@ -251,8 +254,10 @@ class ContinuousSync:
                 if rest > 0:  # at most one cycle per min_cycle_s: commits arriving meanwhile are one batch
                     stop.wait(rest)
                 if self._reads.last_kind == "followed":
-                    # the next cycle when a commit comes (or after revisit_s: unsettled partitions)
-                    self._reads.wait_for_commits(min(self.settings.revisit_s, max(0.0, deadline - time.monotonic())))
+                    # the next cycle when a commit comes, or when an unsettled partition's wait ends
+                    due = self.state.next_unsettled_due_s(time.monotonic(), self.settings.revisit_s,
+                                                          self.settings.revisit_first_s)
+                    self._reads.wait_for_commits(min(due, max(0.0, deadline - time.monotonic())))
             if stop.is_set():
                 self.summary.stopped_by = "stop requested"
             # the last checkpoint holds the run's final state: never skipped for one still in flight
@@ -309,14 +314,16 @@ class ContinuousSync:
         tuples = [snapshot_tuple(r) for r in snapshot]
         revisit = partitions_to_revisit(self.state.snapshot_tuples(), tuples, self.state.memory,
                                         self.state.written_by_sync, time.monotonic(), self.settings.revisit_s,
-                                        self.settings.retry_s, self._offset_syncs_marks())
+                                        self.settings.retry_s, self._offset_syncs_marks(),
+                                        revisit_first_s=self.settings.revisit_first_s)
         self._stages = {"read": read_done - started, "revisit": time.monotonic() - read_done}
         return self._sync(cycle_id, time_ms, snapshot, tuples, revisit, self.state.history(),
                           self.state.previous_committed(), started)
 
     def _read(self, cycle_id: str, time_ms: int, all_ranges: bool = False):
         reads = self._reads.read(offset_syncs=self._offset_syncs if self.settings.offset_syncs_topics else None,
-                                 also=self.state.unsettled_partitions(time.monotonic(), self.settings.revisit_s),
+                                 also=self.state.unsettled_partitions(time.monotonic(), self.settings.revisit_s,
+                                                                      self.settings.revisit_first_s),
                                  all_ranges=all_ranges)
         self._unavailable = dict(reads.unavailable)
         self._renew_clients(reads.unavailable)

@@ -15,13 +15,19 @@ Invariants (tests/continuous/test_revisit_rules.py, table-driven and property-ba
 * **facts_changed**: a group-partition whose log start moved, whose log end went back (a truncated
   or recreated topic), whose presence, timestamp type or read error changed, is revisited;
 * **unsettled**: a group-partition whose last result was not settled (an inexact or no translation,
-  or a commit that did not end synced) is revisited once ``revisit_s`` passed since its last
+  or a commit that did not end synced) is revisited once its wait passed since its last
   translation *and* a log end moved since then on either cluster (a copy may have arrived, an anchor
   with it), or once ``retry_s`` (plus a spread of up to as much again, fixed per group-partition)
   passed whatever happened. A quiet, unsettled partition (no anchor yet, a live standby group) costs
   one read per ``retry_s``, not one per cycle;
+* **backing off**: the wait (:func:`unsettled_wait_s`) is as long as the partition had been unsettled
+  at its last translation, at least ``revisit_first_s`` and at most ``revisit_s``: a commit
+  translated before the mirror copied its records is tried again within a fraction of a second,
+  then after 0.5, 1, 2 s..., so a partition that stays unsettled costs a few translations more
+  than one per ``revisit_s``, not one per cycle. Without ``revisit_first_s`` (or what the partition
+  was unsettled since) the wait is ``revisit_s``;
 * **offset_syncs_changed**: a group-partition whose last result was not settled is revisited once
-  ``revisit_s`` passed since its last translation when MirrorMaker 2's pairs of its partition
+  its wait passed since its last translation when MirrorMaker 2's pairs of its partition
   changed since then (a new pair, a pair's first stamp, the topic read again or not): a pair that
   could not prove the group's offset yet may now (``translation/offset_sync_anchor.py``);
 * nothing else is revisited. A settled group-partition (an exact translation, committed) whose
@@ -68,6 +74,8 @@ class PartitionMemory:
     commit_synced: bool  # its commit ended synced (or nothing needed writing)
     log_ends: tuple = ()  # ((cluster, log end), ...) of the read it was translated from
     offset_syncs_mark: object = None  # its partition's offset-sync pairs then (offset_syncs_mark)
+    # not settled: since when, over consecutive translations (None: not known, the wait is revisit_s)
+    unsettled_since_s: float | None = None
 
     @property
     def settled(self) -> bool:
@@ -114,6 +122,16 @@ def _facts_changed(before: SideFacts | None, now: SideFacts | None) -> bool:
     return before.log_end is not None and now.log_end is not None and now.log_end < before.log_end
 
 
+def unsettled_wait_s(remembered: PartitionMemory, revisit_s: float, revisit_first_s: float | None) -> float:
+    """How long after its last translation an unsettled group-partition waits for its next one
+    (the module's **backing off**): how long it had been unsettled then, within
+    ``[revisit_first_s, revisit_s]``."""
+    if revisit_first_s is None or remembered.unsettled_since_s is None:
+        return revisit_s
+    unsettled_for = remembered.translated_at_s - remembered.unsettled_since_s
+    return min(revisit_s, max(revisit_first_s, unsettled_for))
+
+
 def retry_after_s(key: GroupPartition, retry_s: float) -> float:
     """``retry_s`` plus a spread in [0, retry_s) fixed per group-partition (crc32 of its key): the
     partitions translated together by a run's first cycle do not all come back in one cycle."""
@@ -129,6 +147,7 @@ def partitions_to_revisit(
     revisit_s: float,
     retry_s: float = 300.0,
     offset_syncs_marks: Mapping[tuple[str, int], object] | None = None,
+    revisit_first_s: float | None = None,
 ) -> dict[GroupPartition, RevisitReason]:
     """group-partition -> why it is translated again this cycle, for every group-partition of
     ``current`` that needs it (see the module's invariants).
@@ -137,7 +156,8 @@ def partitions_to_revisit(
     new); ``memory``: what the run remembers per group-partition; ``written_by_sync``: (cluster,
     group) -> {(topic, partition): offset} this run committed there; ``now_s``: monotonic seconds;
     ``offset_syncs_marks``: (topic, partition) -> what its offset-sync pairs are now
-    (:func:`offset_syncs_mark`; a partition not in it has none).
+    (:func:`offset_syncs_mark`; a partition not in it has none); ``revisit_first_s``: the shortest
+    wait of an unsettled group-partition (:func:`unsettled_wait_s`).
     """
     marks = offset_syncs_marks or {}
     # A continuous run asks this every cycle of every group-partition (10,000s of rows): rows equal to
@@ -170,10 +190,13 @@ def partitions_to_revisit(
             out[key] = RevisitReason.OFFSET_MOVED
         elif any(_facts_changed(b, f) for _, f, b in changed):
             out[key] = RevisitReason.FACTS_CHANGED
-        elif not remembered.settled and remembered.offset_syncs_mark != marks.get((topic, partition)) \
-                and now_s - remembered.translated_at_s >= revisit_s:
+        elif remembered.settled:
+            continue
+        elif remembered.offset_syncs_mark != marks.get((topic, partition)) \
+                and now_s - remembered.translated_at_s >= unsettled_wait_s(remembered, revisit_s, revisit_first_s):
             out[key] = RevisitReason.OFFSET_SYNCS_CHANGED
-        elif not remembered.settled and _unsettled_due_rows(key, remembered, sides, now_s, revisit_s, retry_s):
+        elif _unsettled_due_rows(key, remembered, sides, now_s,
+                                 unsettled_wait_s(remembered, revisit_s, revisit_first_s), retry_s):
             out[key] = RevisitReason.UNSETTLED
     return out
 

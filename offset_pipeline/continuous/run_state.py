@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from offset_pipeline.continuous.revisit_rules import GroupPartition, PartitionMemory
+from offset_pipeline.continuous.revisit_rules import GroupPartition, PartitionMemory, unsettled_wait_s
 from offset_pipeline.readiness.report import readiness_row
 from offset_pipeline.readiness.rules import (
     GroupReadiness,
@@ -147,10 +147,13 @@ class ContinuousState:
         ends: dict[GroupPartition, list] = {}
         for r in snapshot:
             ends.setdefault((r.group_id, r.topic, int(r.partition)), []).append((r.cluster, r.log_end))
+        earlier: dict[GroupPartition, PartitionMemory] = {}
         for row in results:
             key = (row["group_id"], row["topic"], int(row["partition"]))
             self.results[key] = row
             self._keep_anchor(row)
+            if key in self.memory:
+                earlier[key] = self.memory[key]
             self.memory[key] = PartitionMemory(now_s, row["status"], commit_synced=False,
                                                log_ends=tuple(sorted(ends.get(key, ()))),
                                                offset_syncs_mark=marks.get((key[1], key[2])))
@@ -165,6 +168,12 @@ class ContinuousState:
             if commit.applied and commit.standby and commit.new_offset is not None:
                 self.written_by_sync.setdefault((commit.standby, commit.group_id), {})[
                     (commit.topic, int(commit.partition))] = int(commit.new_offset)
+        for key in {(r["group_id"], r["topic"], int(r["partition"])) for r in results}:
+            # how long it has been unsettled: its next revisit waits about as long (revisit_rules.py)
+            m, before = self.memory[key], earlier.get(key)
+            if not m.settled:
+                since = before.unsettled_since_s if before is not None and not before.settled else None
+                self.memory[key] = replace(m, unsettled_since_s=now_s if since is None else since)
         for group_id, decision in directions.items():
             if decision.active:
                 self.previous_active[group_id] = decision.active
@@ -192,12 +201,26 @@ class ContinuousState:
                     and b.committed_offset is not None and b.committed_offset == commit.committed_after:
                 self.synced_at[key] = max(self.synced_at.get(key, 0.0), read_at_s)
 
-    def unsettled_partitions(self, now_s: float, revisit_s: float) -> frozenset[tuple[str, int]]:
-        """The (topic, partition)s with a group-partition not settled and translated ``revisit_s`` or
-        more ago: a cycle may revisit them when their log ends moved, so a followed read reads those
-        log ends anew (``continuous/cycle_reads.py``)."""
+    def unsettled_partitions(self, now_s: float, revisit_s: float,
+                             revisit_first_s: float | None = None) -> frozenset[tuple[str, int]]:
+        """The (topic, partition)s with a group-partition not settled and translated its wait
+        (``revisit_rules.unsettled_wait_s``) or more ago: a cycle may revisit them when their log
+        ends moved, so a followed read reads those log ends anew (``continuous/cycle_reads.py``)."""
         return frozenset((key[1], key[2]) for key, m in self.memory.items()
-                         if now_s - m.translated_at_s >= revisit_s and not m.settled)
+                         if not m.settled and now_s - m.translated_at_s >= unsettled_wait_s(m, revisit_s, revisit_first_s))
+
+    def next_unsettled_due_s(self, now_s: float, revisit_s: float, revisit_first_s: float | None) -> float:
+        """Seconds until the next unsettled group-partition's wait ends (at most ``revisit_s``): the
+        run's next cycle when no commit comes before. One whose wait ended already is not waited
+        for again (it is due at the next cycle, whenever that is): a quiet one never keeps the run
+        cycling."""
+        soonest = revisit_s
+        for m in self.memory.values():
+            if not m.settled:
+                due = m.translated_at_s + unsettled_wait_s(m, revisit_s, revisit_first_s) - now_s
+                if 0 < due < soonest:
+                    soonest = due
+        return soonest
 
     def forget_topics(self, topics: Iterable[str]) -> None:
         """Translate these topics' group-partitions again next cycle (their shape changed)."""

@@ -13,6 +13,7 @@ from offset_pipeline.continuous.revisit_rules import (
     PartitionMemory,
     RevisitReason,
     partitions_to_revisit,
+    unsettled_wait_s,
 )
 
 G = 'g "q" ü'
@@ -169,3 +170,35 @@ def test_changed_offset_sync_pairs_revisit_an_unsettled_partition_once_revisit_s
         assert reason(waiting, marks, 101.0) is None  # not before revisit_s
     settled = {KEY: replace(SETTLED, offset_syncs_mark=then)}
     assert reason(settled, stamped, 150.0) is None  # an exact, synced answer does not move
+
+
+def unsettled_for(seconds: float, at: float = 100.0) -> PartitionMemory:
+    """UNSETTLED, translated at ``at``, unsettled for ``seconds`` by then."""
+    return PartitionMemory(at, "timestamp_search", commit_synced=True, log_ends=ENDS, unsettled_since_s=at - seconds)
+
+
+@pytest.mark.parametrize("memory, first, wait", [
+    (UNSETTLED, 0.25, 2.0),  # since when not known: revisit_s, as without a first wait
+    (unsettled_for(0.0), None, 2.0),  # no first wait: revisit_s
+    (unsettled_for(0.0), 0.25, 0.25),  # unsettled by its first translation: the first wait
+    (unsettled_for(0.25), 0.25, 0.25),
+    (unsettled_for(0.5), 0.25, 0.5),  # then as long as it had been unsettled: doubling
+    (unsettled_for(1.0), 0.25, 1.0),
+    (unsettled_for(60.0), 0.25, 2.0),  # never past revisit_s
+])
+def test_an_unsettled_partition_backs_off_from_the_first_wait_to_revisit_s(memory, first, wait):
+    assert unsettled_wait_s(memory, 2.0, first) == wait
+
+
+@pytest.mark.parametrize("memory, now, expected", [
+    (unsettled_for(0.0), 100.3, RevisitReason.UNSETTLED),  # just unsettled: tried again within 0.25 s
+    (unsettled_for(0.0), 100.2, None),  # not before its wait
+    (unsettled_for(1.0), 100.5, None),  # unsettled a second by then: waits a second
+    (unsettled_for(1.0), 101.0, RevisitReason.UNSETTLED),
+])
+def test_the_backed_off_wait_decides_an_unsettled_revisit(memory, now, expected):
+    got = partitions_to_revisit(pair(), pair(standby={"log_end": 21}), {KEY: memory}, {}, now, 2.0, RETRY_S,
+                                revisit_first_s=0.25).get(KEY)
+    assert got == expected
+    # a log end that did not move still waits for retry_s, whatever the wait
+    assert partitions_to_revisit(pair(), pair(), {KEY: memory}, {}, now, 2.0, RETRY_S, revisit_first_s=0.25) == {}

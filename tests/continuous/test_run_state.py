@@ -119,3 +119,23 @@ def test_readiness_counts_an_untouched_synced_partition_as_synced_at_the_newest_
     state.record(moved, [], [], ACTIVE, 12.0)
     facts = {f.partition: f for f in state.readiness_facts()}
     assert facts[0].synced_at_s == 9.0 and facts[0].active_committed == 15  # the last read that found it synced
+
+
+def test_an_unsettled_partition_remembers_since_when_and_the_run_waits_for_its_next_try():
+    state = state_after_one_cycle()  # partition 1 unsettled at 5.0, partition 0 settled
+    assert state.memory[(G, "t", 1)].unsettled_since_s == 5.0
+    assert state.memory[(G, "t", 0)].unsettled_since_s is None
+    assert abs(state.next_unsettled_due_s(5.1, 2.0, 0.25) - 0.15) < 1e-9  # its first wait: 0.25 s
+    assert state.unsettled_partitions(5.1, 2.0, 0.25) == frozenset()
+    assert state.unsettled_partitions(5.3, 2.0, 0.25) == {("t", 1)}
+    # translated again, still unsettled: since when stays, and the wait is as long (0.3 s)
+    state.record(state.snapshot, [result(1, status="timestamp_search", keep=None)], [], ACTIVE, 5.3)
+    assert state.memory[(G, "t", 1)].unsettled_since_s == 5.0
+    assert abs(state.next_unsettled_due_s(5.3, 2.0, 0.25) - 0.3) < 1e-9
+    # a wait that ended without a revisit (nothing moved) is not waited for again: revisit_s
+    assert state.next_unsettled_due_s(9.0, 2.0, 0.25) == 2.0
+    # settled, then unsettled again: a new streak
+    state.record(state.snapshot, [result(1)], [commit(1)], ACTIVE, 6.0)
+    assert state.memory[(G, "t", 1)].settled and state.memory[(G, "t", 1)].unsettled_since_s is None
+    state.record(state.snapshot, [result(1, status="timestamp_search", keep=None)], [], ACTIVE, 7.0)
+    assert state.memory[(G, "t", 1)].unsettled_since_s == 7.0
