@@ -68,9 +68,9 @@ class ContinuousSyncConfig(dg.Config):
     revisit_s: float = Field(default=2.0, gt=0,
                              description="an unsettled group-partition is read again at most this long after its "
                                          "last translation when a log end moved")
-    revisit_first_s: float = Field(default=0.25, gt=0,
-                                   description="... and this soon the first time: the wait doubles while it stays "
-                                               "unsettled, up to revisit_s")
+    revisit_first_s: float = Field(default=2.0, gt=0,
+                                   description="... and this soon the first time, when below revisit_s: the wait "
+                                               "doubles while it stays unsettled, up to revisit_s (default: off)")
     retry_s: float = Field(default=300.0, gt=0,
                            description="an unsettled group-partition is read again after this (spread up to twice), "
                                        "whatever happened")

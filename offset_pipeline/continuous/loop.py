@@ -104,9 +104,10 @@ class ContinuousSettings:
     parallel_groups: int = 16
     checkpoint_s: float = 30.0
     revisit_s: float = 2.0
-    # an unsettled group-partition's first wait, doubling up to revisit_s (revisit_rules.unsettled_wait_s):
-    # a commit translated before the mirror copied its records is tried again within a fraction of a second
-    revisit_first_s: float | None = 0.25
+    # an unsettled group-partition's first wait, doubling up to revisit_s (revisit_rules.unsettled_wait_s);
+    # None (or revisit_s): every wait is revisit_s. Off by default: measured, it bought no duplicates
+    # behind MirrorMaker 2 and cost CPU behind a two-way mirror (docs/results/compare-mm2.md)
+    revisit_first_s: float | None = None
     retry_s: float = 300.0
     local_max_partitions: int = 1000
     min_cycle_s: float = 0.05  # cycles start at most this often: what arrives meanwhile is one batch

@@ -213,8 +213,11 @@ class ContinuousState:
         """Seconds until the next unsettled group-partition's wait ends (at most ``revisit_s``): the
         run's next cycle when no commit comes before. One whose wait ended already is not waited
         for again (it is due at the next cycle, whenever that is): a quiet one never keeps the run
-        cycling."""
+        cycling. Without a shorter first wait, ``revisit_s``: the unsettled partitions due then are
+        revisited in one cycle, not each in a cycle of its own."""
         soonest = revisit_s
+        if revisit_first_s is None or revisit_first_s >= revisit_s:
+            return soonest
         for m in self.memory.values():
             if not m.settled:
                 due = m.translated_at_s + unsettled_wait_s(m, revisit_s, revisit_first_s) - now_s

@@ -126,6 +126,8 @@ def test_an_unsettled_partition_remembers_since_when_and_the_run_waits_for_its_n
     assert state.memory[(G, "t", 1)].unsettled_since_s == 5.0
     assert state.memory[(G, "t", 0)].unsettled_since_s is None
     assert abs(state.next_unsettled_due_s(5.1, 2.0, 0.25) - 0.15) < 1e-9  # its first wait: 0.25 s
+    # no shorter first wait (the default): a flat revisit_s, the partitions due then in one cycle
+    assert state.next_unsettled_due_s(5.1, 2.0, None) == state.next_unsettled_due_s(5.1, 2.0, 2.0) == 2.0
     assert state.unsettled_partitions(5.1, 2.0, 0.25) == frozenset()
     assert state.unsettled_partitions(5.3, 2.0, 0.25) == {("t", 1)}
     # translated again, still unsettled: since when stays, and the wait is as long (0.3 s)
