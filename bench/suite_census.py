@@ -155,7 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command to run after --")
-    for signum in (signal.SIGTERM, signal.SIGHUP):  # stopped as by Ctrl-C: the command is stopped too
+    # Stopped as by Ctrl-C: the command is stopped too. SIGINT is set here as well: a process started
+    # with SIGINT ignored (a background job, or a parent that ignored it) keeps it ignored otherwise,
+    # and a suite's test of this stop then waited in vain.
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, _interrupted)
     code, seconds, processes = census(command, args.interval_s)
     totals, counts = totals_by(processes, 0)

@@ -67,8 +67,11 @@ def test_a_process_of_no_kind_is_named_by_its_program(command_line, program):
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_stopped_census_stops_its_command(signum):
+    # started with SIGINT ignored, as a background job or a worker that ignores it would start it: the
+    # census stops on it all the same
     census_proc = subprocess.Popen([sys.executable, "-m", "bench.suite_census", "--interval-s", "0.2", "--",
-                                    sys.executable, "-c", "import time; time.sleep(120)"])
+                                    sys.executable, "-c", "import time; time.sleep(120)"],
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         deadline = time.monotonic() + 60
         while not (children := psutil.Process(census_proc.pid).children()) and time.monotonic() < deadline:
